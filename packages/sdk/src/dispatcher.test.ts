@@ -1006,3 +1006,65 @@ describe('the last-delivery dead-letter of a replayed copy: the dead-letter befo
     assert.ok(port.log.includes('send ProcessDeferredRequest'), 'and the next pass is asked for');
   });
 });
+
+describe('a cancelled delivery on the last delivery the budget allows', () => {
+  // A cancelled delivery is left unsettled; releasing its session counts the delivery (as an abandon or a lock
+  // expiry would), so on the last one the broker dead-letters it silently (MaxDeliveryCountExceeded) and the
+  // Resolver row stays Pending. Before, nothing was sent and nothing dead-lettered.
+  const stopping = () => {
+    const c = new AbortController();
+    c.abort(new Error('subscriber host stopping'));
+    return c;
+  };
+  type Build = (c: AbortController, observers: LifecycleObserver[]) => Dispatcher;
+  const cases: Array<[string, Build, AbortController | undefined]> = [
+    [
+      'a handler that honours the stop signal',
+      (c, observers) =>
+        dispatcher(
+          () => {
+            c.abort(new Error('endpoint circuit opened'));
+            c.signal.throwIfAborted();
+          },
+          { observers },
+        ),
+      undefined,
+    ],
+    ['a delivery that starts after the stop', (_c, observers) => dispatcher(() => undefined, { observers }), stopping()],
+    [
+      'a behaviour that throws the cancellation',
+      (c, observers) =>
+        dispatcher(() => undefined, {
+          observers,
+          behaviors: [
+            async () => {
+              c.signal.throwIfAborted();
+            },
+          ],
+        }),
+      stopping(),
+    ],
+  ];
+  for (const [what, build, given] of cases) {
+    test(`${what}: earlier deliveries settle nothing; the last takes the budget path`, async () => {
+      const early = new FakePort();
+      const first = given ?? new AbortController();
+      assert.equal(await build(first, []).dispatch(received(), early, first.signal), 'cancelled');
+      assert.deepEqual(early.log, [], 'left unsettled: it comes back');
+
+      const c = given ?? new AbortController();
+      const port = new FakePort();
+      const { events, observer } = observerLog();
+      const result = await build(c, [observer]).dispatch({ ...received(), deliveryCount: 9 }, port, c.signal);
+      assert.equal(result, 'deadLettered');
+      assert.deepEqual(port.log, ['send ErrorResponse', 'deadLetter MaxDeliveryCountExceeded']);
+      const note = port.sent.at(-1)!;
+      assert.equal(note.DeadLetterReason, 'MaxDeliveryCountExceeded');
+      assert.match(
+        String(note.DeadLetterErrorDescription),
+        /^Delivery 10 of 10 was cancelled: (subscriber host stopping|endpoint circuit opened)$/,
+      );
+      assert.equal(events.at(-1), 'deadLettered:MaxDeliveryCountExceeded');
+    });
+  }
+});

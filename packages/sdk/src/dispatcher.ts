@@ -257,11 +257,14 @@ export class Dispatcher {
       } else if (error.signal === 'transient') {
         if (this.lastDelivery(m)) return this.budgetSpent(settled.error, m, info, port);
         await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, settled?.error));
+      } else if (error.signal === 'cancelled' && this.lastDelivery(m)) {
+        return this.cancelledOnLastDelivery(m, info, port, signal);
       }
       // deferred, handlerFailed and cancelled: nothing after OnMessageReceived.
       return error.signal;
     }
-    if (isCancellationOf(error, signal)) return 'cancelled';
+    if (isCancellationOf(error, signal))
+      return this.lastDelivery(m) ? this.cancelledOnLastDelivery(m, info, port, signal) : 'cancelled';
     if (error instanceof TransientError) {
       if (this.lastDelivery(m)) return this.budgetSpent(error, m, info, port);
       if (port.linkLost?.()) {
@@ -342,6 +345,24 @@ export class Dispatcher {
   }
 
   /**
+   * A cancelled delivery (the host stopping, the endpoint circuit opening) on the last delivery the subscription
+   * allows. Cancelled is left unsettled so that the message comes back - but releasing its session counts the delivery
+   * (as an abandon or a lock expiry would: the broker has no way to give a delivery back uncounted), and on the last
+   * one the broker dead-letters it silently (MaxDeliveryCountExceeded) with the Resolver row Pending. So it takes the
+   * budget path a transient outcome takes; its description says it was cancelled and why.
+   */
+  private cancelledOnLastDelivery(
+    m: InboundMessage,
+    info: MessageInfo,
+    port: DeliveryPort,
+    signal: AbortSignal,
+  ): Promise<DeliveryResult> {
+    const reason: unknown = signal.reason;
+    const cause = reason instanceof Error ? reason : new Error(typeof reason === 'string' ? reason : 'cancelled');
+    return this.budgetSpent(cause, m, info, port, 'was cancelled');
+  }
+
+  /**
    * A transient outcome on the last delivery the subscription allows. Left unsettled, the broker would dead-letter
    * it at lock expiry without telling anyone, and the Resolver's row would stay Pending. So it takes the
    * specification's dead-letter path: the notification first (best effort), then the dead-letter with the same
@@ -352,11 +373,12 @@ export class Dispatcher {
     m: InboundMessage,
     info: MessageInfo,
     port: DeliveryPort,
+    ended: 'ended transient' | 'was cancelled' = 'ended transient',
   ): Promise<DeliveryResult> {
     const max = this.options.maxDeliveryCount ?? DEFAULT_MAX_DELIVERY_COUNT;
     const reason = DELIVERY_BUDGET_SPENT;
     const description = truncateDescription(
-      `Delivery ${attemptOf(m.deliveryCount)} of ${max} ended transient: ${errorMessage(error) || errorTypeName(error)}`,
+      `Delivery ${attemptOf(m.deliveryCount)} of ${max} ${ended}: ${errorMessage(error) || errorTypeName(error)}`,
     );
     await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, error));
     await this.runBestEffort(notification(m, this.env(new Date()), reason, description, error), port, m);
@@ -373,7 +395,7 @@ export class Dispatcher {
     // budget can end before the subscription's, and a cursor written before a dead-letter that then failed made the
     // redelivery a copy "already handled", completed - the payload lost.
     await this.settleReplay(m, port);
-    this.log.warn({ ...logFields(m), reason }, 'dead-lettered: delivery budget spent on transient failures');
+    this.log.warn({ ...logFields(m), reason, ended }, 'dead-lettered: delivery budget spent');
     await this.observe('onMessageDeadLettered', (o) => o.onMessageDeadLettered?.(info, reason));
     return 'deadLettered';
   }
