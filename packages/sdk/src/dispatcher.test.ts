@@ -1068,3 +1068,19 @@ describe('a cancelled delivery on the last delivery the budget allows', () => {
     });
   }
 });
+
+describe('a behaviour that dead-letters the message and throws MessageAlreadyDeadLetteredError', () => {
+  test('the notification carries the reason and description the behaviour dead-lettered with', async () => {
+    // Before: the error's message was both the reason and the description (the returning path had been fixed).
+    const port = new FakePort();
+    const reject: PipelineBehavior = async (ctx) => {
+      await ctx.deadLetter('Unknown tenant', 'tenant 42 is not configured');
+      throw new MessageAlreadyDeadLetteredError('tenant check rejected the message');
+    };
+    const result = await dispatcher(() => undefined, { behaviors: [reject] }).dispatch(received(), port, signal);
+    assert.equal(result, 'middlewareDeadLettered');
+    assert.deepEqual(port.log, ['deadLetter Unknown tenant', 'send ErrorResponse']);
+    assert.equal(port.sent[0]!.DeadLetterReason, 'Unknown tenant');
+    assert.equal(port.sent[0]!.DeadLetterErrorDescription, 'tenant 42 is not configured');
+  });
+});

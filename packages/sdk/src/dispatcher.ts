@@ -195,7 +195,7 @@ export class Dispatcher {
         const result = await this.behaviourFailedAfterSettlement(error, m, info, terminalSettlement);
         return { result, error: terminalSettlement.error ?? error };
       }
-      const result = await this.ladder(error, m, info, port, signal, deadLetteredByBehavior !== undefined);
+      const result = await this.ladder(error, m, info, port, signal, deadLetteredByBehavior);
       return { result, error: error instanceof Settled ? error.settlement.error : error };
     }
   }
@@ -246,7 +246,8 @@ export class Dispatcher {
     info: MessageInfo,
     port: DeliveryPort,
     signal: AbortSignal,
-    alreadyDeadLettered: boolean,
+    /** What a behaviour dead-lettered the message with (ctx.deadLetter), if it did. */
+    deadLetteredByBehavior: { reason: string; description: string } | undefined,
   ): Promise<DeliveryResult> {
     if (error instanceof Settled) {
       const settled = error.settlement;
@@ -277,8 +278,13 @@ export class Dispatcher {
       return 'transient';
     }
     const env = this.env(new Date());
-    if (error instanceof MessageAlreadyDeadLetteredError || alreadyDeadLettered)
-      return this.behaviourDeadLettered(error, m, info, port, errorMessage(error), errorMessage(error));
+    if (error instanceof MessageAlreadyDeadLetteredError || deadLetteredByBehavior !== undefined) {
+      // The reason and description the message was dead-lettered with, when the behaviour used ctx.deadLetter (as on
+      // the returning path): the error's text is only what it threw.
+      const reason = deadLetteredByBehavior?.reason ?? errorMessage(error);
+      const description = deadLetteredByBehavior?.description ?? errorMessage(error);
+      return this.behaviourDeadLettered(error, m, info, port, reason, description);
+    }
     // A behaviour threw (or a permanent failure escaped it): notification, then the dead-letter.
     await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, error));
     const reason =
