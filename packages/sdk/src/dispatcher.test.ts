@@ -896,3 +896,191 @@ describe('a behaviour that dead-letters the message and returns without throwing
     assert.equal(port.state.NextReplaySequence, 1);
   });
 });
+
+describe('a behaviour that throws after the terminal step settled the message', () => {
+  // Before: the error went through the catch ladder as if nothing were settled - a "Failed to handle message."
+  // notification to the Resolver (its Completed/Failed/Deferred row overwritten as DeadLettered) and a dead-letter
+  // of a message the broker had already completed (refused, so the delivery even ended transient).
+  const throwsAfterNext: PipelineBehavior = async (_ctx, next) => {
+    let settled: unknown;
+    try {
+      await next();
+    } catch (error) {
+      settled = error;
+    }
+    throw new Error('audit write failed', { cause: settled });
+  };
+  const unreadable = JSON.stringify({
+    EventContent: { EventTypeId: 'OrderPlaced', EventJson: '{not json' },
+    ErrorContent: null,
+  });
+  const cases: Array<[string, () => (e: unknown) => void, (port: FakePort) => void, string | undefined]> = [
+    ['completed (a success)', () => () => undefined, () => undefined, undefined],
+    [
+      'handlerFailed (a Retry-disposition failure, blocked)',
+      () => () => {
+        throw new Error('downstream 503');
+      },
+      () => undefined,
+      undefined,
+    ],
+    [
+      'deferred (parked behind a block)',
+      () => () => undefined,
+      (port) => {
+        port.state = { ...emptySessionState(), BlockedByEventId: 'e0', BlockedByMessageId: 'm0' };
+      },
+      undefined,
+    ],
+    ['deadLettered (a permanent failure)', () => () => undefined, () => undefined, unreadable],
+  ];
+  for (const [what, handler, prepare, body] of cases) {
+    for (const deliveryCount of [0, 9]) {
+      test(`${what}, delivery ${deliveryCount + 1} of 10: the settlement stands; the error is logged and observed, nothing contradicts it`, async () => {
+        const message = { ...received(), deliveryCount, ...(body !== undefined ? { body } : {}) };
+        // The same delivery without the behaviour: what the settlement is.
+        const baseline = new FakePort();
+        prepare(baseline);
+        const expected = await dispatcher(handler()).dispatch(message, baseline, signal);
+        assert.notEqual(expected, 'transient');
+
+        const port = new FakePort();
+        prepare(port);
+        port.failOn = 'deadLetter Failed to handle message.';
+        const { events, observer } = observerLog();
+        const lines: Array<{ level: number; msg: string }> = [];
+        const logger = pino({ level: 'debug' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+        const d = new Dispatcher({
+          endpointId: 'billing',
+          handlers: new HandlerRegistry().on('OrderPlaced', handler()),
+          behaviors: [throwsAfterNext],
+          observers: [observer],
+          logger,
+        });
+        const { result, error } = await d.dispatchDetailed(message, port, signal);
+        assert.equal(result, expected, 'the delivery keeps its settlement (not transient, not dead-lettered anew)');
+        assert.deepEqual(port.log, baseline.log, 'no notification or dead-letter after the settlement');
+        assert.deepEqual(port.sentIds.length, baseline.sentIds.length);
+        assert.ok(error !== undefined);
+        assert.ok(events.includes('failed:Error'), `the behaviour's error is observed: ${events.join(', ')}`);
+        assert.ok(!events.includes('deadLettered:Failed to handle message.'));
+        assert.ok(
+          lines.some((l) => l.level === 40 && /behaviour threw after the message was settled/.test(l.msg)),
+          'and logged as what it is',
+        );
+      });
+    }
+  }
+});
+
+describe('the last-delivery dead-letter of a replayed copy: the dead-letter before the replay cursor', () => {
+  // The SDK's budget may end before the subscription's (maxDeliveryCount below it): a dead-letter that fails then
+  // leaves the message to come back. Before, the cursor had been written first, and the redelivery was completed as
+  // "already handled": the Resolver said DeadLettered, the dead-letter queue was empty and the payload gone.
+  test('a dead-letter that fails leaves the cursor, so the redelivery dead-letters it again', async () => {
+    const port = new FakePort();
+    port.state = { ...emptySessionState(), NextDeferralSequence: 2, NextReplaySequence: 0, DeferredCount: 2 };
+    const d = new Dispatcher({
+      endpointId: 'billing',
+      maxDeliveryCount: 3,
+      handlers: new HandlerRegistry().on('OrderPlaced', () => {
+        throw new TransientError('downstream socket reset');
+      }),
+    });
+    const copy = (deliveryCount: number) => ({
+      ...received({ ReplaySequence: 0, ReplayUntil: 1, ReplayPassEnd: true }),
+      deliveryCount,
+    });
+    port.failOn = 'deadLetter';
+    assert.equal(await d.dispatch(copy(2), port, signal), 'transient');
+    assert.equal(port.state.NextReplaySequence, 0, 'the cursor is not advanced past a copy still on the queue');
+    assert.deepEqual(port.log, ['send ErrorResponse'], 'only the notification got out');
+
+    port.failOn = undefined;
+    port.log = [];
+    // Still on the last delivery the SDK allows (its own count ended): the transient handler again.
+    assert.equal(await d.dispatch(copy(3), port, signal), 'deadLettered');
+    assert.deepEqual(port.log.slice(0, 2), ['send ErrorResponse', 'deadLetter MaxDeliveryCountExceeded']);
+    assert.ok(!port.log.includes('complete'));
+    assert.equal(port.state.NextReplaySequence, 1, 'then the cursor moves on');
+    assert.ok(port.log.includes('send ProcessDeferredRequest'), 'and the next pass is asked for');
+  });
+});
+
+describe('a cancelled delivery on the last delivery the budget allows', () => {
+  // A cancelled delivery is left unsettled; releasing its session counts the delivery (as an abandon or a lock
+  // expiry would), so on the last one the broker dead-letters it silently (MaxDeliveryCountExceeded) and the
+  // Resolver row stays Pending. Before, nothing was sent and nothing dead-lettered.
+  const stopping = () => {
+    const c = new AbortController();
+    c.abort(new Error('subscriber host stopping'));
+    return c;
+  };
+  type Build = (c: AbortController, observers: LifecycleObserver[]) => Dispatcher;
+  const cases: Array<[string, Build, AbortController | undefined]> = [
+    [
+      'a handler that honours the stop signal',
+      (c, observers) =>
+        dispatcher(
+          () => {
+            c.abort(new Error('endpoint circuit opened'));
+            c.signal.throwIfAborted();
+          },
+          { observers },
+        ),
+      undefined,
+    ],
+    ['a delivery that starts after the stop', (_c, observers) => dispatcher(() => undefined, { observers }), stopping()],
+    [
+      'a behaviour that throws the cancellation',
+      (c, observers) =>
+        dispatcher(() => undefined, {
+          observers,
+          behaviors: [
+            async () => {
+              c.signal.throwIfAborted();
+            },
+          ],
+        }),
+      stopping(),
+    ],
+  ];
+  for (const [what, build, given] of cases) {
+    test(`${what}: earlier deliveries settle nothing; the last takes the budget path`, async () => {
+      const early = new FakePort();
+      const first = given ?? new AbortController();
+      assert.equal(await build(first, []).dispatch(received(), early, first.signal), 'cancelled');
+      assert.deepEqual(early.log, [], 'left unsettled: it comes back');
+
+      const c = given ?? new AbortController();
+      const port = new FakePort();
+      const { events, observer } = observerLog();
+      const result = await build(c, [observer]).dispatch({ ...received(), deliveryCount: 9 }, port, c.signal);
+      assert.equal(result, 'deadLettered');
+      assert.deepEqual(port.log, ['send ErrorResponse', 'deadLetter MaxDeliveryCountExceeded']);
+      const note = port.sent.at(-1)!;
+      assert.equal(note.DeadLetterReason, 'MaxDeliveryCountExceeded');
+      assert.match(
+        String(note.DeadLetterErrorDescription),
+        /^Delivery 10 of 10 was cancelled: (subscriber host stopping|endpoint circuit opened)$/,
+      );
+      assert.equal(events.at(-1), 'deadLettered:MaxDeliveryCountExceeded');
+    });
+  }
+});
+
+describe('a behaviour that dead-letters the message and throws MessageAlreadyDeadLetteredError', () => {
+  test('the notification carries the reason and description the behaviour dead-lettered with', async () => {
+    // Before: the error's message was both the reason and the description (the returning path had been fixed).
+    const port = new FakePort();
+    const reject: PipelineBehavior = async (ctx) => {
+      await ctx.deadLetter('Unknown tenant', 'tenant 42 is not configured');
+      throw new MessageAlreadyDeadLetteredError('tenant check rejected the message');
+    };
+    const result = await dispatcher(() => undefined, { behaviors: [reject] }).dispatch(received(), port, signal);
+    assert.equal(result, 'middlewareDeadLettered');
+    assert.deepEqual(port.log, ['deadLetter Unknown tenant', 'send ErrorResponse']);
+    assert.equal(port.sent[0]!.DeadLetterReason, 'Unknown tenant');
+    assert.equal(port.sent[0]!.DeadLetterErrorDescription, 'tenant 42 is not configured');
+  });
+});

@@ -149,6 +149,8 @@ export class Dispatcher {
     let deadLetteredByBehavior: { reason: string; description: string } | undefined;
     let terminalRan = false;
     let terminalResult: Signal | undefined;
+    /** The terminal step's settlement, once its effects ran (a behaviour may throw after it). */
+    let terminalSettlement: Settlement | undefined;
     const ctx: PipelineContext = {
       endpointId: this.options.endpointId,
       message: info,
@@ -165,6 +167,7 @@ export class Dispatcher {
         terminalRan = true;
         const settlement = await this.decideAndSettle(m, port, signal);
         terminalResult = settlement.signal;
+        terminalSettlement = settlement;
         if (settlement.signal !== 'completed') throw new Settled(settlement);
       };
       await composePipeline(this.behaviors, ctx, terminal)();
@@ -184,9 +187,41 @@ export class Dispatcher {
       await this.observe('onMessageCompleted', (o) => o.onMessageCompleted?.(info));
       return { result: terminalResult ?? 'completed' };
     } catch (error) {
-      const result = await this.ladder(error, m, info, port, signal, deadLetteredByBehavior !== undefined);
+      // A behaviour that threw after the terminal step settled the message (completed, parked, failed and blocked, or
+      // dead-lettered it): the settlement stands. The ladder would tell the Resolver "Failed to handle message." over
+      // the answer it has and dead-letter a message the broker no longer holds.
+      const rethrown = error instanceof Settled && error.settlement === terminalSettlement;
+      if (terminalSettlement && settlesMessage(terminalSettlement) && !rethrown) {
+        const result = await this.behaviourFailedAfterSettlement(error, m, info, terminalSettlement);
+        return { result, error: terminalSettlement.error ?? error };
+      }
+      const result = await this.ladder(error, m, info, port, signal, deadLetteredByBehavior);
       return { result, error: error instanceof Settled ? error.settlement.error : error };
     }
+  }
+
+  /**
+   * What a behaviour threw after the message was settled: logged and reported to observers (onMessageFailed with the
+   * behaviour's error; onMessageDeadLettered too when the settlement dead-lettered the message, as it did). Nothing
+   * is sent and nothing settled: no notification contradicting the Resolver's answer, no dead-letter, not transient
+   * (nothing comes back). The delivery ends with its settlement's signal.
+   */
+  private async behaviourFailedAfterSettlement(
+    error: unknown,
+    m: InboundMessage,
+    info: MessageInfo,
+    settlement: Settlement,
+  ): Promise<DeliveryResult> {
+    this.log.warn(
+      { ...logFields(m), outcome: settlement.signal, err: errorSummary(error) },
+      'a behaviour threw after the message was settled: the settlement stands, nothing else is settled or sent',
+    );
+    await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, error));
+    if (settlement.signal === 'deadLettered') {
+      const reason = lastDeadLetterReason(settlement) ?? FAILED_TO_HANDLE;
+      await this.observe('onMessageDeadLettered', (o) => o.onMessageDeadLettered?.(info, reason));
+    }
+    return settlement.signal;
   }
 
   /**
@@ -211,7 +246,8 @@ export class Dispatcher {
     info: MessageInfo,
     port: DeliveryPort,
     signal: AbortSignal,
-    alreadyDeadLettered: boolean,
+    /** What a behaviour dead-lettered the message with (ctx.deadLetter), if it did. */
+    deadLetteredByBehavior: { reason: string; description: string } | undefined,
   ): Promise<DeliveryResult> {
     if (error instanceof Settled) {
       const settled = error.settlement;
@@ -222,11 +258,14 @@ export class Dispatcher {
       } else if (error.signal === 'transient') {
         if (this.lastDelivery(m)) return this.budgetSpent(settled.error, m, info, port);
         await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, settled?.error));
+      } else if (error.signal === 'cancelled' && this.lastDelivery(m)) {
+        return this.cancelledOnLastDelivery(m, info, port, signal);
       }
       // deferred, handlerFailed and cancelled: nothing after OnMessageReceived.
       return error.signal;
     }
-    if (isCancellationOf(error, signal)) return 'cancelled';
+    if (isCancellationOf(error, signal))
+      return this.lastDelivery(m) ? this.cancelledOnLastDelivery(m, info, port, signal) : 'cancelled';
     if (error instanceof TransientError) {
       if (this.lastDelivery(m)) return this.budgetSpent(error, m, info, port);
       if (port.linkLost?.()) {
@@ -239,8 +278,13 @@ export class Dispatcher {
       return 'transient';
     }
     const env = this.env(new Date());
-    if (error instanceof MessageAlreadyDeadLetteredError || alreadyDeadLettered)
-      return this.behaviourDeadLettered(error, m, info, port, errorMessage(error), errorMessage(error));
+    if (error instanceof MessageAlreadyDeadLetteredError || deadLetteredByBehavior !== undefined) {
+      // The reason and description the message was dead-lettered with, when the behaviour used ctx.deadLetter (as on
+      // the returning path): the error's text is only what it threw.
+      const reason = deadLetteredByBehavior?.reason ?? errorMessage(error);
+      const description = deadLetteredByBehavior?.description ?? errorMessage(error);
+      return this.behaviourDeadLettered(error, m, info, port, reason, description);
+    }
     // A behaviour threw (or a permanent failure escaped it): notification, then the dead-letter.
     await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, error));
     const reason =
@@ -286,8 +330,8 @@ export class Dispatcher {
   }
 
   /**
-   * The replay bookkeeping of a dead-lettered replayed copy: after the dead-letter of a behaviour or of the catch
-   * ladder; before it on the budget path, whose message the broker dead-letters at lock expiry anyway. Best effort: a
+   * The replay bookkeeping of a dead-lettered replayed copy: after the dead-letter of a behaviour, of the catch
+   * ladder or of the budget path (a cursor moved past a copy still on the queue loses it). Best effort: a
    * cursor left behind is caught up by the next copy handled or the pass-end marker of a pass that finds nothing.
    */
   private async settleReplay(m: InboundMessage, port: DeliveryPort): Promise<void> {
@@ -307,27 +351,43 @@ export class Dispatcher {
   }
 
   /**
+   * A cancelled delivery (the host stopping, the endpoint circuit opening) on the last delivery the subscription
+   * allows. Cancelled is left unsettled so that the message comes back - but releasing its session counts the delivery
+   * (as an abandon or a lock expiry would: the broker has no way to give a delivery back uncounted), and on the last
+   * one the broker dead-letters it silently (MaxDeliveryCountExceeded) with the Resolver row Pending. So it takes the
+   * budget path a transient outcome takes; its description says it was cancelled and why.
+   */
+  private cancelledOnLastDelivery(
+    m: InboundMessage,
+    info: MessageInfo,
+    port: DeliveryPort,
+    signal: AbortSignal,
+  ): Promise<DeliveryResult> {
+    const reason: unknown = signal.reason;
+    const cause = reason instanceof Error ? reason : new Error(typeof reason === 'string' ? reason : 'cancelled');
+    return this.budgetSpent(cause, m, info, port, 'was cancelled');
+  }
+
+  /**
    * A transient outcome on the last delivery the subscription allows. Left unsettled, the broker would dead-letter
    * it at lock expiry without telling anyone, and the Resolver's row would stay Pending. So it takes the
    * specification's dead-letter path: the notification first (best effort), then the dead-letter with the same
-   * reason the broker would have used. A replayed copy still advances the drain cursor when the state can be read.
+   * reason the broker would have used. A replayed copy then advances the drain cursor when the state can be read.
    */
   private async budgetSpent(
     error: unknown,
     m: InboundMessage,
     info: MessageInfo,
     port: DeliveryPort,
+    ended: 'ended transient' | 'was cancelled' = 'ended transient',
   ): Promise<DeliveryResult> {
     const max = this.options.maxDeliveryCount ?? DEFAULT_MAX_DELIVERY_COUNT;
     const reason = DELIVERY_BUDGET_SPENT;
     const description = truncateDescription(
-      `Delivery ${attemptOf(m.deliveryCount)} of ${max} ended transient: ${errorMessage(error) || errorTypeName(error)}`,
+      `Delivery ${attemptOf(m.deliveryCount)} of ${max} ${ended}: ${errorMessage(error) || errorTypeName(error)}`,
     );
     await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, error));
     await this.runBestEffort(notification(m, this.env(new Date()), reason, description, error), port, m);
-    // A replayed copy advances the drain cursor (best effort: the dead-letter goes ahead either way, since the broker
-    // would dead-letter this message now anyway).
-    await this.settleReplay(m, port);
     try {
       await port.deadLetter(reason, description);
     } catch (settleError) {
@@ -337,7 +397,11 @@ export class Dispatcher {
       );
       return 'transient';
     }
-    this.log.warn({ ...logFields(m), reason }, 'dead-lettered: delivery budget spent on transient failures');
+    // A replayed copy advances the drain cursor after the dead-letter, not before (as on the ladder's path): the SDK's
+    // budget can end before the subscription's, and a cursor written before a dead-letter that then failed made the
+    // redelivery a copy "already handled", completed - the payload lost.
+    await this.settleReplay(m, port);
+    this.log.warn({ ...logFields(m), reason, ended }, 'dead-lettered: delivery budget spent');
     await this.observe('onMessageDeadLettered', (o) => o.onMessageDeadLettered?.(info, reason));
     return 'deadLettered';
   }
@@ -564,6 +628,11 @@ function afterCompletionFailure(effect: Effect): string {
       'Failed and its session blocked until an operator resubmits or skips it'
     );
   return `settlement step '${effect.kind}' failed after the message was completed: it is not redelivered, the step is not retried`;
+}
+
+/** True when the settlement's effects completed or dead-lettered the message: nothing comes back to redeliver. */
+function settlesMessage(settlement: Settlement): boolean {
+  return settlement.effects.some((e) => e.kind === 'complete' || e.kind === 'deadLetter');
 }
 
 function lastDeadLetterReason(settlement: Settlement | undefined): string | undefined {

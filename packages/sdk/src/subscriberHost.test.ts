@@ -316,6 +316,30 @@ describe("the circuit breaker's half-open probe", () => {
     t += breaker.acquireWaitMs;
     assert.ok(breaker.acquire()?.probe, 'the slot is free: a host started again with this breaker can probe');
   });
+  test('a message received but not started when the host stops, on its last delivery: notified and dead-lettered, not left to the broker', async () => {
+    // Before: left unsettled like any message not started; releasing the session counted its last delivery and the
+    // broker dead-lettered it silently (MaxDeliveryCountExceeded), the Resolver row Pending. Earlier deliveries still
+    // go back untouched (the test above, and "a worker stopping with the probe's message ...").
+    let stopCalled!: (stopping: Promise<void>) => void;
+    const stopped = new Promise<void>((resolve) => (stopCalled = resolve));
+    let ran = false;
+    const broker = fakeBroker({ deliveryCount: 9, onFirstReceive: () => stopCalled(h.stop()) });
+    const { h, delivery } = host(broker.client, { handler: () => void (ran = true) });
+    await h.start();
+    await stopped; // h.stop() has returned: every delivery it let happen has been reported
+    const result = await Promise.race([delivery, new Promise((r) => setImmediate(() => r('no delivery')))]);
+    assert.equal(result, 'deadLettered');
+    assert.equal(ran, false, 'the handler does not run after the stop');
+    assert.deepEqual(
+      broker.sent.map((p) => [p.MessageType, p.DeadLetterReason]),
+      [['ErrorResponse', 'MaxDeliveryCountExceeded']],
+    );
+    assert.match(String(broker.sent[0]!.DeadLetterErrorDescription), /^Delivery 10 of 10 was cancelled: subscriber host stopping$/);
+    assert.deepEqual(
+      broker.deadLettered.map((o) => o.deadLetterReason),
+      ['MaxDeliveryCountExceeded'],
+    );
+  });
   test('a half-open probe whose handler hangs is given up at probeTimeoutMs: the circuit opens and aborts the handler', async () => {
     // The real clock: the deadline is the breaker's own timer. One worker, so no other worker polls the state.
     // 2 s, not less: the deadline runs from the moment the probe's delivery is in hand (handling()), and on a loaded

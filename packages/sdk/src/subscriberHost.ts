@@ -407,18 +407,21 @@ export class SubscriberHost implements AsyncDisposable {
         permit?.handling(); // a probe's deadline counts from here: the wait for a message was no hang
         const batchStartedAt = Date.now();
         for (const message of messages) {
-          // Messages not started when stopping stay unsettled and come back with the session.
-          if (this.stopping) return false;
+          const last = isLastDelivery(
+            message.deliveryCount,
+            this.options.maxDeliveryCount ?? DEFAULT_MAX_DELIVERY_COUNT,
+          );
+          // Messages not started when stopping stay unsettled and come back with the session - except on their last
+          // delivery: releasing the session counts it, and the broker would dead-letter the message silently with
+          // the Resolver row Pending. That one is dispatched under the aborted stop signal, so it is cancelled before
+          // it starts and the dispatcher takes the budget path (notification, then dead-letter).
+          if (this.stopping && !last) return false;
           // One bound per delivery: a session whose call timed out is given up below, so later deliveries start afresh.
           // On the last delivery the budget allows, the steps after a call given up are still attempted (each with its
           // own bound): the budget path's notification is what tells the Resolver, which the broker's own
           // dead-letter at lock expiry would not, and it goes through the sender, whose connection may well be fine.
           // Not after a completion given up: everything the delivery had to tell the Resolver went before it, and the
           // completion may have landed, so a budget notification would contradict the answer the Resolver has.
-          const last = isLastDelivery(
-            message.deliveryCount,
-            this.options.maxDeliveryCount ?? DEFAULT_MAX_DELIVERY_COUNT,
-          );
           const link = new BoundedLink(this.operationTimeoutMs, 'the delivery is left for redelivery', {
             attemptAfterLoss: (lostTo) => last && lostTo.operation !== COMPLETING_THE_MESSAGE,
           });
