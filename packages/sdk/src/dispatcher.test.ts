@@ -895,6 +895,34 @@ describe('a behaviour that dead-letters the message and returns without throwing
     ]);
     assert.equal(port.state.NextReplaySequence, 1);
   });
+
+  test('a dead-letter the broker refused, caught by the behaviour: transient, not completed as a short-circuit', async () => {
+    // Before: the behaviour's return was settled as a short-circuit success - a ResolutionResponse and the
+    // completion - so a message the behaviour meant to refuse was gone, recorded Completed.
+    const catchesRefusal: PipelineBehavior = async (ctx) => {
+      try {
+        await ctx.deadLetter('Unknown tenant', 'tenant 42 is not configured');
+      } catch {
+        // the behaviour logs and returns
+      }
+    };
+    const first = new FakePort();
+    first.failOn = 'deadLetter';
+    const result = await dispatcher(() => undefined, { behaviors: [catchesRefusal] }).dispatch(received(), first, signal);
+    assert.equal(result, 'transient');
+    assert.deepEqual(first.log, [], 'nothing sent, nothing completed: the message comes back');
+    // On the last delivery the budget path dead-letters it and tells the Resolver.
+    const last = new FakePort();
+    last.failOn = 'deadLetter Unknown';
+    const final = await dispatcher(() => undefined, { behaviors: [catchesRefusal] }).dispatch(
+      { ...received(), deliveryCount: 9 },
+      last,
+      signal,
+    );
+    assert.equal(final, 'deadLettered');
+    assert.equal(last.log.includes('complete'), false);
+    assert.equal(last.log.some((l) => l.startsWith('deadLetter MaxDeliveryCountExceeded')), true, last.log.join(', '));
+  });
 });
 
 describe('a behaviour that throws after the terminal step settled the message', () => {

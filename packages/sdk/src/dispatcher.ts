@@ -147,6 +147,8 @@ export class Dispatcher {
     const m = fromReceived(received);
     const info = messageInfo(m);
     let deadLetteredByBehavior: { reason: string; description: string } | undefined;
+    /** A ctx.deadLetter the broker refused, for a behaviour that caught it and returned without next(). */
+    let deadLetterFailure: unknown;
     let terminalRan = false;
     let terminalResult: Signal | undefined;
     /** The terminal step's settlement, once its effects ran (a behaviour may throw after it). */
@@ -157,7 +159,13 @@ export class Dispatcher {
       signal,
       deadLetter: async (reason, description) => {
         const text = truncateDescription(description ?? reason);
-        await port.deadLetter(reason, text);
+        deadLetterFailure = undefined;
+        try {
+          await port.deadLetter(reason, text);
+        } catch (error) {
+          deadLetterFailure = error;
+          throw error;
+        }
         deadLetteredByBehavior = { reason, description: text };
       },
     };
@@ -180,6 +188,11 @@ export class Dispatcher {
         return { result: await this.behaviourDeadLettered(error, m, info, port, reason, description), error };
       }
       if (!terminalRan) {
+        // A behaviour meant to refuse the message, its dead-letter failed and it returned anyway: not a success to
+        // complete (the message would be gone, recorded Completed), but a transient outcome - redelivered, so the
+        // behaviour's dead-letter is tried again, and on the last delivery the budget path dead-letters it.
+        if (deadLetterFailure !== undefined)
+          throw new TransientError(`a behaviour's dead-letter failed: ${errorMessage(deadLetterFailure)}`, { cause: deadLetterFailure });
         await this.settleShortCircuit(m, port, signal);
         await this.observe('onMessageCompleted', (o) => o.onMessageCompleted?.(info));
         return { result: 'shortCircuited' };
