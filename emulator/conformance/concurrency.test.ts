@@ -33,7 +33,9 @@ describe('concurrency', () => {
     const WORKERS = 6;
     const topic = uniqueName('many');
     await createTopicWithSubscriptions(h.admin, topic, [
-      { name: 'sub', options: { requiresSession: true, lockDuration: 'PT10S' } },
+      // A lock long enough that no worker's session runs out on a loaded machine (seen once at load 15 with 10 s: a
+      // SessionLockLost, not an ordering or exclusivity fault, which is what this test is about).
+      { name: 'sub', options: { requiresSession: true, lockDuration: 'PT60S' } },
     ]);
     const messages: ServiceBusMessage[] = [];
     for (let i = 0; i < PER_SESSION; i++) {
