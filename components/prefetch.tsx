@@ -25,7 +25,7 @@ export interface Prefetch {
 }
 
 /** The page's caller as the Request the route functions take: the page request's headers and host. */
-async function callerRequest(): Promise<Request> {
+export async function callerRequest(): Promise<Request> {
   const h = await headers();
   const host = h.get('host') ?? '127.0.0.1';
   return new Request(`http://${host}/`, { headers: new Headers(h) });

@@ -5,7 +5,7 @@
 // server/auth/routeMatrix.test.ts), over HTTP.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { pageAs as fetchPageAs, PREFETCH_ROLE_MAP, type PrefetchCaller } from '../server/testing/prefetchCallers.ts';
+import { pageAs as fetchPageAs, PREFETCH_CALLERS, PREFETCH_ROLE_MAP, type PrefetchCaller } from '../server/testing/prefetchCallers.ts';
 import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -43,5 +43,23 @@ describe('prefetched data follows the caller’s rights', () => {
     assert.match(html, /ORD-200/);
     assert.doesNotMatch(html, />Resubmit</);
     assert.doesNotMatch(html, />Skip</);
+  });
+  test('an unknown endpoint is told apart only for a caller who may read the endpoints', async () => {
+    // What a caller learns of a page: its status and whether it carries the not-found view.
+    const seen = async (path: string, caller?: PrefetchCaller) => {
+      const res = await fetch(ui!.url + path, {
+        redirect: 'manual',
+        headers: caller ? { cookie: ui!.sessionCookie(PREFETCH_CALLERS[caller]) } : {},
+      });
+      return { status: res.status, notFound: /NEXT_HTTP_ERROR_FALLBACK;404/.test(await res.text()) };
+    };
+    for (const caller of [undefined, 'roleless'] as const) {
+      for (const tail of ['', '/events/evt-x']) {
+        // Before, the unknown one was 404 (signed in without a role) or carried the not-found view (nobody signed
+        // in): anyone could list the catalog's endpoint names.
+        assert.deepEqual(await seen(`/endpoints/nosuchendpoint${tail}`, caller), await seen(`/endpoints/billingendpoint${tail}`, caller), `${caller ?? 'nobody signed in'} ${tail}`);
+      }
+    }
+    assert.equal((await seen('/endpoints/nosuchendpoint', 'siteReader')).status, 404);
   });
 });
