@@ -5,25 +5,10 @@ import assert from 'node:assert/strict';
 import { createStore, startEmbeddedCosmos, type EmbeddedCosmos, type MessageStore } from '../../lib/store/index.ts';
 import type { FeedOptions, SqlQuerySpec } from '@azure/cosmos';
 import { MAX_DETAILS_CHARS, auditContainer, auditQuerySchema, queryAudit, writeAudit, type AuditRecordInput } from './auditLog.ts';
+import { auditEntry as entry } from '../testing/auditEntry.ts';
 
 let cosmos: EmbeddedCosmos;
 let store: MessageStore;
-
-const entry = (over: Partial<AuditRecordInput>): AuditRecordInput => ({
-  actorKind: 'user',
-  actorId: 'oid-1',
-  actorName: 'ada@test',
-  roles: 'Operator',
-  action: 'resubmit',
-  endpointId: 'billingendpoint',
-  eventId: null,
-  target: null,
-  outcome: 'succeeded',
-  status: 200,
-  reason: null,
-  details: null,
-  ...over,
-});
 
 before(async () => {
   cosmos = await startEmbeddedCosmos({ port: 0 });

@@ -5,25 +5,18 @@ import assert from 'node:assert/strict';
 import type { AuditRecord } from './auditLog.ts';
 import { entryForReader } from './readerScope.ts';
 import { shrinkDetails } from './shrinkDetails.ts';
+import { auditRecord } from '../testing/auditEntry.ts';
 
-const entry = (endpoints: string[] | undefined, details: Record<string, unknown> | null): AuditRecord => ({
-  id: 'a1',
-  month: '2026-12',
-  at: '2026-12-06T06:00:00.000Z',
-  actorKind: 'user',
-  actorId: 'oid-op',
-  actorName: 'op@test',
-  roles: 'Operator',
-  action: 'operation.skip',
-  endpointId: endpoints === undefined ? 'billing' : null,
-  ...(endpoints !== undefined ? { endpoints } : {}),
-  eventId: null,
-  target: 'operation/op-1',
-  outcome: 'succeeded',
-  status: 200,
-  reason: null,
-  details,
-});
+const entry = (endpoints: string[] | undefined, details: Record<string, unknown> | null): AuditRecord =>
+  auditRecord({
+    actorId: 'oid-op',
+    actorName: 'op@test',
+    action: 'operation.skip',
+    endpointId: endpoints === undefined ? 'billing' : null,
+    ...(endpoints !== undefined ? { endpoints } : {}),
+    target: 'operation/op-1',
+    details,
+  });
 const billingOnly = new Set(['billing']);
 
 test('an entry over endpoints the reader all reads, or over one endpoint, is shown whole', () => {
