@@ -2,46 +2,22 @@
 // is an unkeyed hash of its query (lib/store/paging.ts), so a caller can wrap any inner Cosmos continuation around
 // the right one: `{"x":1}` made Cosmos fail with an error the store did not type, answered 500 with an error-level
 // log; `garbage` restarted the query and answered the first page again. Both must be the 400 a foreign token gets.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startConsoleTestStack, type ConsoleTestStack } from './testing/stack.ts';
-import { seedConsoleData } from './testing/seed.ts';
+import { useConsoleStack } from './testing/consoleStack.ts';
+import { auditEntry } from './testing/auditEntry.ts';
 import { writeAudit } from './audit/auditLog.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
-let stack: ConsoleTestStack;
-let closeContext: () => Promise<void>;
-let closeOps: () => Promise<void>;
-
-before(async () => {
-  stack = await startConsoleTestStack('continuationtokens');
-  Object.assign(process.env, stack.env);
-  await seedConsoleData(stack.store);
-  // Two audit entries, so that a page of one has a real continuation to tamper with.
-  for (const action of ['skip', 'resubmit'])
-    await writeAudit(stack.store.database, {
-      actorKind: 'user',
-      actorId: 'oid-op',
-      actorName: 'op@test',
-      roles: 'Operator',
-      action,
-      endpointId: 'billingendpoint',
-      eventId: null,
-      target: null,
-      outcome: 'succeeded',
-      status: 200,
-      reason: null,
-      details: null,
-    });
-  ({ closeContext } = await import('./context.ts'));
-  ({ closeOpsServices: closeOps } = await import('./heartbeat/services.ts'));
-});
-
-after(async () => {
-  await closeOps?.();
-  await closeContext?.();
-  await stack?.close();
+useConsoleStack({
+  database: 'continuationtokens',
+  seed: true,
+  prepare: async ({ store }) => {
+    // Two audit entries, so that a page of one has a real continuation to tamper with.
+    for (const action of ['skip', 'resubmit'])
+      await writeAudit(store.database, auditEntry({ actorId: 'oid-op', actorName: 'op@test', action }));
+  },
 });
 
 const get = (path: string) => new Request(`http://127.0.0.1:3000${path}`, { headers: { host: '127.0.0.1:3000' } });
