@@ -3,10 +3,9 @@
 // (no cookie), a site-wide Reader, an Operator of another endpoint, a site-wide Operator and an Owner. Each call
 // must be refused (401/403) or let through exactly as roles.ts says, and every call - refused or not - must
 // leave its entry in the audit log; a signed-in caller's refusal aimed at an event also lands in that event's trail.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
-import { seedConsoleData } from '../testing/seed.ts';
+import { useConsoleStack } from '../testing/consoleStack.ts';
 import { SESSION_COOKIE, sealSession } from './session.ts';
 import type { Principal } from './principal.ts';
 import { queryAudit } from '../audit/auditLog.ts';
@@ -29,10 +28,8 @@ const PRINCIPALS: Record<Exclude<Caller, 'anonymous'>, Principal> = {
 };
 const CALLERS: Caller[] = ['anonymous', 'reader', 'otherOperator', 'operator', 'owner'];
 
-let stack: ConsoleTestStack;
-let seeded: Awaited<ReturnType<typeof seedConsoleData>>;
-let closeContext: () => Promise<void>;
-let closeOps: () => Promise<void>;
+const stack = useConsoleStack({ database: 'matrix', env: AUTH_ENV, seed: true });
+const seeded = stack.demo;
 
 const params = <P>(p: P) => ({ params: Promise.resolve(p) });
 
@@ -51,20 +48,6 @@ interface Row {
   allowed: Caller[];
   call: (caller: Caller) => Promise<Response>;
 }
-
-before(async () => {
-  stack = await startConsoleTestStack('matrix');
-  Object.assign(process.env, stack.env, AUTH_ENV);
-  seeded = await seedConsoleData(stack.store);
-  ({ closeContext } = await import('../context.ts'));
-  ({ closeOpsServices: closeOps } = await import('../heartbeat/services.ts'));
-});
-
-after(async () => {
-  await closeOps?.();
-  await closeContext?.();
-  await stack?.close();
-});
 
 async function rows(): Promise<Row[]> {
   const resubmit = await import('../../app/api/event/resubmit/[endpointId]/[eventId]/route.ts');

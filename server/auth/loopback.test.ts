@@ -2,19 +2,16 @@
 // through a loopback socket. DNS rebinding (a page on attacker.test whose name resolves to 127.0.0.1 sends
 // `Host: attacker.test:3000`) and a local reverse proxy (`X-Forwarded-For`, `Forwarded`) against the route
 // handlers (embedded stack, real clients), proxy.ts, the launcher's Node front and the embedded Cosmos server.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
-import { seedConsoleData } from '../testing/seed.ts';
+import { useConsoleStack } from '../testing/consoleStack.ts';
 import { loopbackProblem } from './hardening.ts';
 import { refuseUnlessLoopback } from './loopbackFront.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
-let stack: ConsoleTestStack;
-let closeContext: () => Promise<void>;
 // proxy.ts belongs to the Next.js program (tsconfig.next.json); a computed specifier keeps it out of this one's.
 // next/server likewise: its types (through React's) would declare an empty DOM in the Node program.
 const proxyModule = '../../proxy.ts';
@@ -22,18 +19,14 @@ const nextServerModule = 'next/server.js';
 let proxy: (request: Request) => Response;
 let NextRequest: new (url: string, init?: RequestInit) => Request;
 
-before(async () => {
-  stack = await startConsoleTestStack('loopback');
-  Object.assign(process.env, stack.env, { NIMBUS_AUTH: 'off' });
-  await seedConsoleData(stack.store);
-  ({ closeContext } = await import('../context.ts'));
-  ({ proxy } = (await import(proxyModule)) as { proxy: typeof proxy });
-  ({ NextRequest } = (await import(nextServerModule)) as { NextRequest: typeof NextRequest });
-});
-
-after(async () => {
-  await closeContext?.();
-  await stack?.close();
+const stack = useConsoleStack({
+  database: 'loopback',
+  env: { NIMBUS_AUTH: 'off' },
+  seed: true,
+  prepare: async () => {
+    ({ proxy } = (await import(proxyModule)) as { proxy: typeof proxy });
+    ({ NextRequest } = (await import(nextServerModule)) as { NextRequest: typeof NextRequest });
+  },
 });
 
 const call = (headers: Record<string, string>, method = 'GET', body?: unknown) =>

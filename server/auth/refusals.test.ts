@@ -2,10 +2,10 @@
 // real session cookies): unauthenticated calls aimed at one event (its trail must not fill with them), bodies
 // sent by callers who may not act (refused before the body is read or validated), and the replay preview's
 // dead-letter scans (rate-limited like the replay).
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
-import { seedConsoleData, seedEvent } from '../testing/seed.ts';
+import { useConsoleStack } from '../testing/consoleStack.ts';
+import { seedEvent } from '../testing/seed.ts';
 import { MessageType } from '@nimbus/sdk/contract';
 import { SESSION_COOKIE, sealSession } from './session.ts';
 import type { Principal } from './principal.ts';
@@ -20,24 +20,8 @@ const AUTH_ENV = oidcTestEnv(SECRET);
 const READER: Principal = { kind: 'user', id: 'oid-reader', name: 'reader@test', roles: ['Reader'], groups: [] };
 const OPERATOR: Principal = { kind: 'user', id: 'oid-operator', name: 'operator@test', roles: ['Operator'], groups: [] };
 
-let stack: ConsoleTestStack;
-let seeded: Awaited<ReturnType<typeof seedConsoleData>>;
-let closeContext: () => Promise<void>;
-let closeOps: () => Promise<void>;
-
-before(async () => {
-  stack = await startConsoleTestStack('refusals');
-  Object.assign(process.env, stack.env, AUTH_ENV);
-  seeded = await seedConsoleData(stack.store);
-  ({ closeContext } = await import('../context.ts'));
-  ({ closeOpsServices: closeOps } = await import('../heartbeat/services.ts'));
-});
-
-after(async () => {
-  await closeOps?.();
-  await closeContext?.();
-  await stack?.close();
-});
+const stack = useConsoleStack({ database: 'refusals', env: AUTH_ENV, seed: true });
+const seeded = stack.demo;
 
 const params = <P>(p: P) => ({ params: Promise.resolve(p) });
 const cookieOf = (p: Principal) => `${SESSION_COOKIE}=${sealSession(p, { secret: SECRET, maxAgeSeconds: 600 })}`;

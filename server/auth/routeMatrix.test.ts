@@ -6,15 +6,14 @@
 // they name, so they are called with seeded jobs (one over billing, one over billing and crm). Then the reads that
 // span endpoints are checked for leaks: search, the audit log and event details return only the endpoints the
 // caller may read.
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { MessageType } from '@nimbus/sdk/contract';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
-import { seedConsoleData } from '../testing/seed.ts';
+import { useConsoleStack } from '../testing/consoleStack.ts';
 import { CONSOLE_DIR } from '../console.ts';
 import { queryAudit, writeAudit } from '../audit/auditLog.ts';
 import { SESSION_COOKIE, sealSession } from './session.ts';
@@ -236,23 +235,7 @@ function requestOf(p: Principal | null, method: string, path: string, rule: Rule
   });
 }
 
-let stack: ConsoleTestStack;
-let closeContext: () => Promise<void>;
-let closeOps: () => Promise<void>;
-
-before(async () => {
-  stack = await startConsoleTestStack('routematrix');
-  Object.assign(process.env, stack.env, AUTH_ENV);
-  await seedConsoleData(stack.store);
-  ({ closeContext } = await import('../context.ts'));
-  ({ closeOpsServices: closeOps } = await import('../heartbeat/services.ts'));
-});
-
-after(async () => {
-  await closeOps?.();
-  await closeContext?.();
-  await stack?.close();
-});
+const stack = useConsoleStack({ database: 'routematrix', env: AUTH_ENV, seed: true });
 
 describe('role matrix over every route', () => {
   test('every route and method has a rule, and every rule a route', async () => {
