@@ -3,14 +3,14 @@
 // keeps its counts and names every endpoint, and a reader of any one of them finds it on the Audit page's route -
 // with only their endpoints' part of it: the endpoints they may not read are counted, not named, and their counts left
 // out (a billing Reader was shown crm's counts of a job that answers them 404).
-import { after, before, test } from 'node:test';
+import { after, test } from 'node:test';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { MessageType } from '@nimbus/sdk/contract';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
-import { seedConsoleData, seedEvent } from '../testing/seed.ts';
+import { useConsoleStack } from '../testing/consoleStack.ts';
+import { seedEvent } from '../testing/seed.ts';
 import { oidcTestEnv } from '../testing/oidcEnv.ts';
 import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
 import type { Principal } from '../auth/principal.ts';
@@ -60,20 +60,8 @@ async function catalogWithManyEndpoints(count: number): Promise<string> {
 }
 let catalogDir: string | undefined;
 
-let stack: ConsoleTestStack;
-let closeContext: () => Promise<void>;
-let closeOps: () => Promise<void>;
-before(async () => {
-  stack = await startConsoleTestStack('multiaudit');
-  Object.assign(process.env, stack.env, AUTH_ENV, { NIMBUS_CATALOG: await catalogWithManyEndpoints(60) });
-  await seedConsoleData(stack.store);
-  ({ closeContext } = await import('../context.ts'));
-  ({ closeOpsServices: closeOps } = await import('../heartbeat/services.ts'));
-});
+const stack = useConsoleStack({ database: 'multiaudit', env: async () => ({ ...AUTH_ENV, NIMBUS_CATALOG: await catalogWithManyEndpoints(60) }), seed: true });
 after(async () => {
-  await closeOps?.();
-  await closeContext?.();
-  await stack?.close();
   if (catalogDir) await rm(catalogDir, { recursive: true, force: true });
 });
 

@@ -2,11 +2,11 @@
 // cookies, the routes called as Next calls them: a Reader of one endpoint reads that endpoint's dead letters and
 // is refused (403, audited) another endpoint's and a platform topic's, whose dead letters hold every endpoint's
 // messages; a site-wide Reader reads them all; nobody signed in gets 401. The replay preview is held to the same rule.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Prop, Topic } from '@nimbus/sdk/contract';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { useConsoleStack } from '../testing/consoleStack.ts';
 import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
 import type { Principal } from '../auth/principal.ts';
 import { queryAudit } from '../audit/auditLog.ts';
@@ -23,9 +23,6 @@ const PRINCIPALS: Record<Exclude<Caller, 'anonymous'>, Principal> = {
   billingOperator: { kind: 'user', id: 'oid-billing-op', name: 'billing-operator@test', roles: [], groups: ['billing-ops'] },
   siteReader: { kind: 'user', id: 'oid-site-reader', name: 'site-reader@test', roles: ['Reader'], groups: [] },
 };
-
-let stack: ConsoleTestStack;
-let closeAll: () => Promise<void>;
 
 const params = <P>(p: P) => ({ params: Promise.resolve(p) });
 
@@ -52,23 +49,14 @@ async function deadLetter(topic: string, subscription: string, to: string): Prom
 
 const markers: Record<string, string> = {};
 
-before(async () => {
-  stack = await startConsoleTestStack('dlauthz');
-  Object.assign(process.env, stack.env, AUTH_ENV);
-  markers.billingendpoint = await deadLetter('billingendpoint', 'billingendpoint', 'billingendpoint');
-  markers.crmendpoint = await deadLetter('crmendpoint', 'crmendpoint', 'crmendpoint');
-  markers[Topic.Resolver] = await deadLetter(Topic.Resolver, Topic.Resolver, 'Resolver');
-  const { closeContext } = await import('../context.ts');
-  const { closeOpsServices } = await import('../heartbeat/services.ts');
-  closeAll = async () => {
-    await closeOpsServices();
-    await closeContext();
-  };
-});
-
-after(async () => {
-  await closeAll?.();
-  await stack?.close();
+const stack = useConsoleStack({
+  database: 'dlauthz',
+  env: AUTH_ENV,
+  prepare: async () => {
+    markers.billingendpoint = await deadLetter('billingendpoint', 'billingendpoint', 'billingendpoint');
+    markers.crmendpoint = await deadLetter('crmendpoint', 'crmendpoint', 'crmendpoint');
+    markers[Topic.Resolver] = await deadLetter(Topic.Resolver, Topic.Resolver, 'Resolver');
+  },
 });
 
 describe('dead-letter read authorization', () => {

@@ -2,10 +2,10 @@
 // Next calls it): an endpoint topic's dead letters are an Operator's (of that endpoint, or site-wide); a platform
 // topic's (Resolver, Manager) hold every endpoint's messages and a replayed Resolver dead letter rewrites status
 // rows anywhere, so the specification makes that an Owner action. Every refusal is audited.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Topic } from '@nimbus/sdk/contract';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { useConsoleStack } from '../testing/consoleStack.ts';
 import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
 import type { Principal } from '../auth/principal.ts';
 import { queryAudit } from '../audit/auditLog.ts';
@@ -25,8 +25,7 @@ const PRINCIPALS: Record<Exclude<Caller, 'anonymous'>, Principal> = {
 };
 const CALLERS: Caller[] = ['anonymous', 'reader', 'billingOperator', 'operator', 'owner'];
 
-let stack: ConsoleTestStack;
-let closeAll: () => Promise<void>;
+const stack = useConsoleStack({ database: 'replayauthz', env: AUTH_ENV });
 
 const params = <P>(p: P) => ({ params: Promise.resolve(p) });
 
@@ -36,21 +35,6 @@ function request(caller: Caller, body: unknown): Request {
   return new Request('http://127.0.0.1:3000/api/x', { method: 'POST', headers: h, body: JSON.stringify(body) });
 }
 
-before(async () => {
-  stack = await startConsoleTestStack('replayauthz');
-  Object.assign(process.env, stack.env, AUTH_ENV);
-  const { closeContext } = await import('../context.ts');
-  const { closeOpsServices } = await import('../heartbeat/services.ts');
-  closeAll = async () => {
-    await closeOpsServices();
-    await closeContext();
-  };
-});
-
-after(async () => {
-  await closeAll?.();
-  await stack?.close();
-});
 
 describe('dead-letter replay authorization', () => {
   test('role matrix: an endpoint topic needs its Operator, a platform topic (Resolver, Manager) an Owner', async () => {
