@@ -1,22 +1,19 @@
 // Route handler tests against the real embedded stack: the emulator (topology from the demo catalog) through
 // @azure/service-bus, the embedded Cosmos server through @azure/cosmos. The handlers are called as Next calls
 // them: a web Request and a params promise.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CosmosClient } from '@azure/cosmos';
 import type { ServiceBusReceivedMessage } from '@azure/service-bus';
 import { decodeBody, MessageType, Prop } from '@nimbus/sdk/contract';
-import { startConsoleTestStack, type ConsoleTestStack } from './testing/stack.ts';
-import { seedConsoleData, seedEvent, XSS_TEXT } from './testing/seed.ts';
+import { useConsoleStack } from './testing/consoleStack.ts';
+import { seedEvent, XSS_TEXT } from './testing/seed.ts';
 import { drainSession } from './testing/sessionWire.ts';
 import { statusRowId } from '../lib/store/index.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
-let stack: ConsoleTestStack;
-let seeded: Awaited<ReturnType<typeof seedConsoleData>>;
 let routes: Awaited<ReturnType<typeof loadRoutes>>;
-let closeContext: () => Promise<void>;
 
 async function loadRoutes() {
   return {
@@ -53,18 +50,8 @@ const post = (path: string, body?: unknown) =>
  */
 const receiveMain = (endpointId: string, sessionId: string): Promise<ServiceBusReceivedMessage[]> => drainSession(stack.serviceBus.client, endpointId, sessionId);
 
-before(async () => {
-  stack = await startConsoleTestStack();
-  Object.assign(process.env, stack.env);
-  seeded = await seedConsoleData(stack.store);
-  routes = await loadRoutes();
-  ({ closeContext } = await import('./context.ts'));
-});
-
-after(async () => {
-  await closeContext?.();
-  await stack?.close();
-});
+const stack = useConsoleStack({ seed: true, prepare: async () => void (routes = await loadRoutes()) });
+const seeded = stack.demo;
 
 describe('console API on the embedded stack', () => {
   test('GET /api/endpoints lists every catalog endpoint with counts from the counters', async () => {

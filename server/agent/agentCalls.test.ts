@@ -2,9 +2,9 @@
 // (roles mapped to Agent on endpoints): what an unauthenticated caller learns from a bad query, whether a call's
 // concurrency slot is freed when the console's context fails to open, and whether calls refused for their input
 // are audited and counted like every other Agent API call, and whether ids are taken exactly as the agent sent them. (packages/sdk/e2e/agentApi.test.ts: the API over HTTP.)
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { useConsoleStack } from '../testing/consoleStack.ts';
 import { seedConsoleData, seedEvent } from '../testing/seed.ts';
 import { MessageType } from '@nimbus/sdk/contract';
 import { oidcTestEnv } from '../testing/oidcEnv.ts';
@@ -20,19 +20,12 @@ const AUTH_ENV = oidcTestEnv(SECRET, {
   groups: { 'crm-agents': 'Agent:crmendpoint' },
 });
 
-let stack: ConsoleTestStack;
 let closeContext: () => Promise<void>;
-
-before(async () => {
-  stack = await startConsoleTestStack('agentcalls');
-  Object.assign(process.env, stack.env, AUTH_ENV);
-  await seedConsoleData(stack.store);
-  ({ closeContext } = await import('../context.ts'));
-});
-
-after(async () => {
-  await closeContext?.();
-  await stack?.close();
+const stack = useConsoleStack({
+  database: 'agentcalls',
+  env: AUTH_ENV,
+  seed: true,
+  prepare: async () => void ({ closeContext } = await import('../context.ts')),
 });
 
 /** An agent identity: Agent on erpendpoint, and on crmendpoint too with `both`. */

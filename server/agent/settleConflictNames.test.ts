@@ -2,11 +2,10 @@
 // repeated with another error text is refused 409 saying when the first was sent. A caller who may read the event's
 // audit trail (an Operator on the endpoint) is told by whom, as on the console; an Agent-only caller is not - the
 // operator's name is not its to learn through the Agent API - it is told "another principal", and still the time.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType } from '@nimbus/sdk/contract';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
-import { seedConsoleData } from '../testing/seed.ts';
+import { useConsoleStack } from '../testing/consoleStack.ts';
 import { oidcTestEnv } from '../testing/oidcEnv.ts';
 import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
 import type { Principal } from '../auth/principal.ts';
@@ -19,20 +18,12 @@ const SECRET = 'settle-conflict-names-test-secret-0123456789-abcdef';
 const EP = 'erpendpoint';
 const OPERATOR = 'Alice Operator';
 
-let stack: ConsoleTestStack;
-let closeContext: () => Promise<void>;
 let getContext: typeof ContextModule.getContext;
-
-before(async () => {
-  stack = await startConsoleTestStack('settlenames');
-  Object.assign(process.env, stack.env, oidcTestEnv(SECRET, { roles: { 'Ledger.Import': `Agent:${EP}`, 'Erp.Ops': `Operator:${EP}` }, groups: {} }));
-  await seedConsoleData(stack.store);
-  ({ closeContext, getContext } = await import('../context.ts'));
-});
-
-after(async () => {
-  await closeContext?.();
-  await stack?.close();
+const stack = useConsoleStack({
+  database: 'settlenames',
+  env: oidcTestEnv(SECRET, { roles: { 'Ledger.Import': `Agent:${EP}`, 'Erp.Ops': `Operator:${EP}` }, groups: {} }),
+  seed: true,
+  prepare: async () => void ({ getContext } = await import('../context.ts')),
 });
 
 const principal = (id: string, role: string): Principal => ({ kind: 'user', id: `oid-${id}`, name: `${id}@test`, roles: [role], groups: [] });

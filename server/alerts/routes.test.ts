@@ -7,12 +7,12 @@
 // an SMTP channel's TLS from the start off keep the password (one that does both names both). Plain http only to loopback, and a channel stored with
 // plain http to another host before that rule is flagged in the list (`insecureUrl`). A stored URL damaged in the
 // container fails neither the list nor an edit.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { useConsoleStack } from '../testing/consoleStack.ts';
 import { CONSOLE_DIR } from '../console.ts';
 import { queryAudit, auditQuerySchema } from '../audit/auditLog.ts';
 import { startSmtpReceiver, startWebhookReceiver } from './testing.ts';
@@ -24,19 +24,8 @@ process.env.NIMBUS_LOG_LEVEL = 'silent';
 process.env.NIMBUS_RATE_LIMIT_BURST = '1000';
 type Handler = (request: Request, context: { params: Promise<Record<string, string>> }) => Promise<Response>;
 
-let stack: ConsoleTestStack;
-let closeContext: () => Promise<void>;
+const stack = useConsoleStack({ database: 'alertroutes', env: { NIMBUS_ALERTS_KEY: randomBytes(32).toString('base64') } });
 const SECRET_URL = 'https://hooks.example.test/services/T000/B000/very-secret-token';
-
-before(async () => {
-  stack = await startConsoleTestStack('alertroutes');
-  Object.assign(process.env, stack.env, { NIMBUS_ALERTS_KEY: randomBytes(32).toString('base64') });
-  ({ closeContext } = await import('../context.ts'));
-});
-after(async () => {
-  await closeContext?.();
-  await stack?.close();
-});
 
 const route = async (path: string) => (await import(pathToFileURL(join(CONSOLE_DIR, 'app', path, 'route.ts')).href)) as Record<string, Handler>;
 const call = async (path: string, method: string, body?: unknown, params: Record<string, string> = {}) => {

@@ -2,35 +2,24 @@
 // stopped (its port closed) after the console's Manager has an open sender, a skip is clicked, and the answer is a
 // 503 within the Manager's send bound; the event is back as it was (Failed, not claimed Pending) and the failure
 // is in its audit trail. The broker is then started again on the same port, and the same click goes through once.
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, Prop } from '@nimbus/sdk/contract';
 import { deriveTopology, provisionTopology } from '@nimbus/sdk/topology';
 import { startEmulator, type RunningEmulator } from '../../emulator/index.ts';
-import { seedConsoleData } from '../testing/seed.ts';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { useConsoleStack } from '../testing/consoleStack.ts';
 import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 import { SEND_TIMEOUT_MS } from './manager.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
-let stack: ConsoleTestStack;
+const stack = useConsoleStack({ database: 'brokerdown', seed: true });
 let restarted: RunningEmulator | undefined;
-let closeContext: () => Promise<void>;
 
 const params = <P>(p: P) => ({ params: Promise.resolve(p) });
 const post = () => new Request('http://127.0.0.1/api/x', { method: 'POST', headers: { 'content-type': 'application/json' } });
 
-before(async () => {
-  stack = await startConsoleTestStack('brokerdown');
-  Object.assign(process.env, stack.env);
-  await seedConsoleData(stack.store);
-  ({ closeContext } = await import('../context.ts'));
-});
-
 after(async () => {
-  await closeContext?.();
-  await stack?.close();
   await restarted?.close();
 });
 

@@ -5,30 +5,18 @@
 // draining session whose awaited message is still parked is not reported. A store listing that fails after the scan
 // ran out of time does not become an unhandled rejection (which would end the console process). A POST naming an
 // endpoint outside the catalog, or no endpoint id at all, is refused before anything in it is applied.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Address, decodeSessionState, encodeSessionState, MessageType, Prop, Subscription, emptySessionState } from '@nimbus/sdk/contract';
 import type { MessageStore } from '../../lib/store/index.ts';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { useConsoleStack } from '../testing/consoleStack.ts';
 import { findDrainingSessions, RECONCILE_AUDIT_EVENT, repairDrainingSessions } from './draining.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
-let stack: ConsoleTestStack;
+const stack = useConsoleStack({ database: 'draining' });
 const ep = 'billingendpoint';
-
-let closeContext: (() => Promise<void>) | undefined;
-
-before(async () => {
-  stack = await startConsoleTestStack('draining');
-  Object.assign(process.env, stack.env);
-  ({ closeContext } = await import('../context.ts'));
-});
-after(async () => {
-  await closeContext?.();
-  await stack?.close();
-});
 
 /** A session as the SDK leaves it: unblocked, `parked` messages parked, the cursor at `cursor`; `present` still on Deferred. */
 async function drainingSession(parked: number, cursor: number, present: number[]): Promise<string> {
