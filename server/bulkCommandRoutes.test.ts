@@ -6,7 +6,7 @@
 // time, copied below) on one and the route on the other, and compares the answers event by event (outcome, status,
 // error text, which message id) and the receipts. The route's set also goes to Cosmos in bulk requests, counted
 // on the embedded server, and costs fewer requests than the loop.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T } from '@nimbus/sdk/contract';
 import { msg } from '../lib/store/testing/fixtures.ts';
@@ -16,28 +16,20 @@ import type * as SkipRoute from '../app/api/event/skip/route.ts';
 import type { BulkResult } from './api.ts';
 import type { ConsoleContext } from './context.ts';
 import { HttpError } from './http.ts';
-import { startConsoleTestStack, type ConsoleTestStack } from './testing/stack.ts';
+import { useConsoleStack } from './testing/consoleStack.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
 const EP = 'billingendpoint';
-let stack: ConsoleTestStack;
 let ctx: ConsoleContext;
-let closeContext: () => Promise<void>;
 let routes: { resubmit: typeof ResubmitRoute; skip: typeof SkipRoute };
 
-before(async () => {
-  stack = await startConsoleTestStack('bulkroutes');
-  Object.assign(process.env, stack.env);
-  routes = { resubmit: await import('../app/api/event/resubmit/route.ts'), skip: await import('../app/api/event/skip/route.ts') };
-  const context = await import('./context.ts');
-  closeContext = context.closeContext;
-  ctx = await context.getContext();
-});
-
-after(async () => {
-  await closeContext?.();
-  await stack?.close();
+const stack = useConsoleStack({
+  database: 'bulkroutes',
+  prepare: async () => {
+    routes = { resubmit: await import('../app/api/event/resubmit/route.ts'), skip: await import('../app/api/event/skip/route.ts') };
+    ctx = await (await import('./context.ts')).getContext();
+  },
 });
 
 /** The route's loop before lots: Manager.execute per event, four at a time (server/api.ts at bda4702). */

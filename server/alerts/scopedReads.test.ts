@@ -3,9 +3,9 @@
 // crmendpoint, and a site-wide rule's alert or last detail that names crmendpoint's event or session (or was stored
 // before the endpoint it names was recorded, and does not say it in the evaluator's words) without its text; a
 // site-wide Reader gets everything whole.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { useConsoleStack } from '../testing/consoleStack.ts';
 import { oidcTestEnv } from '../testing/oidcEnv.ts';
 import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
 import type { Principal } from '../auth/principal.ts';
@@ -17,8 +17,6 @@ const AUTH_ENV = oidcTestEnv(SECRET, { roles: { Reader: 'Reader' }, groups: { 'b
 const siteReader: Principal = { kind: 'user', id: 'oid-sr', name: 'sr@test', roles: ['Reader'], groups: [] };
 const billingReader: Principal = { kind: 'user', id: 'oid-br', name: 'br@test', roles: [], groups: ['billing-readers'] };
 
-let stack: ConsoleTestStack;
-let closeContext: () => Promise<void>;
 
 function get(p: Principal, path: string): Request {
   return new Request(`http://127.0.0.1:3000${path}`, {
@@ -47,10 +45,7 @@ function alert(id: string, n: number, endpointId: string | null, firedFor: strin
   };
 }
 
-before(async () => {
-  stack = await startConsoleTestStack('alertscope');
-  Object.assign(process.env, stack.env, AUTH_ENV);
-  ({ closeContext } = await import('../context.ts'));
+async function storeAlerts(): Promise<void> {
   const { getContext } = await import('../context.ts');
   const { alertStoreOf } = await import('./routes.ts');
   const store = alertStoreOf(await getContext());
@@ -84,11 +79,8 @@ before(async () => {
     const doc: RuleStateDoc = { id: rule.id, kind: 'state', ruleId: rule.id, firing, alertId: null, lastFiredAt: firing ? new Date(t0).toISOString() : null, suppressed: 0, evaluatedAt: new Date(t0).toISOString(), ...state };
     assert.ok(await store.casState(doc, undefined));
   }
-});
-after(async () => {
-  await closeContext?.();
-  await stack?.close();
-});
+}
+useConsoleStack({ database: 'alertscope', env: AUTH_ENV, prepare: storeAlerts });
 
 type HistoryAlert = { id: string; summary: string | null; link: string | null; firedAt: string; value: number };
 async function history(p: Principal, limit = 200): Promise<{ text: string; alerts: HistoryAlert[] }> {
