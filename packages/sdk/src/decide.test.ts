@@ -807,7 +807,15 @@ describe('Manager commands', () => {
       state({ BlockedByEventId: 'e2' }),
       { kind: 'success', handoff: { reason: 'r' } },
     );
-    assert.deepEqual(shape(h.effects), ['send PendingHandoffResponse->Resolver', 'complete']);
+    // The handoff is recorded beside E2's block (PendingHandoffs), so that its settlement can be answered.
+    assert.deepEqual(shape(h.effects), [
+      'send PendingHandoffResponse->Resolver',
+      'state {"b":"e2","n":0,"c":0,"r":0}',
+      'complete',
+    ]);
+    const write = h.effects.find((f) => f.kind === 'setState');
+    assert.ok(write && write.kind === 'setState');
+    assert.deepEqual(write.state.PendingHandoffs, [{ EventId: 'e0', MessageId: 'm1' }]);
   });
 
   test('handoff completed: unblock, drain, Resolution with the result content; handler never runs', () => {

@@ -2,6 +2,7 @@
 // and (when the handler runs) its outcome. Pure - the host reads the state, runs the handler and executes the
 // returned effects in order - so every row of the specification is unit-testable without a broker.
 import {
+  addPendingHandoff,
   blockedByReason,
   HEARTBEAT_EVENT_TYPE_ID,
   isBlocked,
@@ -10,9 +11,11 @@ import {
   isReleasedBlock,
   MessageType,
   parseEventPayload,
+  pendingHandoffOf,
   Prop,
   readHeartbeatPayload,
   rememberReleasedBlock,
+  settlePendingHandoff,
   Address,
   WireText,
 } from './contract/index.ts';
@@ -466,13 +469,21 @@ function afterResubmission(
   switch (outcome.kind) {
     case 'success': {
       if (outcome.handoff) {
-        // Blocked by another event: that block stays; otherwise the handoff parks the session on this event.
-        const effects: Effect[] = [send(handoffResponse(m, env, outcome.handoff))];
-        if (!isBlocked(state) || mine) effects.push({ kind: 'setState', state: block(state, m) });
-        effects.push({ kind: 'complete' });
-        return { effects, signal: 'completed', note: 'resubmission parked a pending handoff' };
+        // Blocked by another event: that block stays, and the handoff is recorded beside it (PendingHandoffs), so
+        // that its completion or failure can still be answered; otherwise the handoff parks the session on this event.
+        const next =
+          !isBlocked(state) || mine ? block(state, m) : addPendingHandoff(state, eventKey(m), m.messageId);
+        return {
+          effects: [send(handoffResponse(m, env, outcome.handoff)), setState(next), { kind: 'complete' }],
+          signal: 'completed',
+          note:
+            !isBlocked(state) || mine
+              ? 'resubmission parked a pending handoff'
+              : 'resubmission handed off while another event blocks the session: handoff pending beside the block',
+        };
       }
-      const next = mine ? release(state, m) : state;
+      // Handled: a handoff of the event still pending beside the block is over.
+      const next = mine ? release(state, m) : settlePendingHandoff(state, eventKey(m));
       const effects: Effect[] = next !== state ? [{ kind: 'setState', state: next }] : [];
       effects.push(...drain(m, next), send(response(MessageType.ResolutionResponse, m, env)), {
         kind: 'complete',
@@ -493,7 +504,7 @@ function afterResubmission(
       return deadLetterWith(m, env, outcome.error, []);
     case 'failed': {
       if (outcome.disposition === 'Discard') {
-        const next = mine ? release(state, m) : state;
+        const next = mine ? release(state, m) : settlePendingHandoff(state, eventKey(m));
         const effects: Effect[] = next !== state ? [{ kind: 'setState', state: next }] : [];
         effects.push(...drain(m, next), send(discardResponse(m, env, outcome)), { kind: 'complete' });
         return { effects, signal: 'completed', note: 'resubmission discarded' };
@@ -545,8 +556,10 @@ function decideReplayPassEnd(m: InboundMessage, state: SessionState, env: Decisi
 function decideSkip(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
   if (!blockedByThis(state, m) && !releasedByThis(state, m)) {
     const skip = send(response(MessageType.SkipResponse, m, env, { content: {} }));
+    // Skipped, a handoff of the event pending beside the block is over.
+    const next = settlePendingHandoff(state, eventKey(m));
     return {
-      effects: [skip, { kind: 'complete' }],
+      effects: [...(next !== state ? [setState(next)] : []), skip, { kind: 'complete' }],
       signal: 'completed',
       note: 'skip of an event that does not block the session',
     };
@@ -568,6 +581,7 @@ function decideHandoffCompleted(m: InboundMessage, state: SessionState, env: Dec
   // row's status.
   if (namesEarlierHandoff(state, m)) return refuse(m, env, earlierHandoffRefusal(m, state));
   if (!blockedByThis(state, m) && !releasedByThis(state, m)) {
+    if (namesHandoffBesideBlock(state, m)) return completeBesideBlock(m, state, env);
     const why = isBlocked(state)
       ? `the session is blocked by ${state.BlockedByEventId}`
       : 'the session is not blocked';
@@ -613,7 +627,9 @@ function decideHandoffFailed(m: InboundMessage, state: SessionState, env: Decisi
   );
   // Answered even when the event does not block the session (the block was lost, or the handoff was settled
   // another way): the Manager claimed the row Pending before sending, and only an answer moves it on. Failed with
-  // the external system's text is true and actionable (resubmit or skip); the session state is not touched.
+  // the external system's text is true and actionable (resubmit or skip); the session state is not touched. That
+  // includes a handoff pending beside another event's block (PendingHandoffs): like a blocking handoff's block, its
+  // entry stays until the operator resubmits or skips the event.
   if (!blockedByThis(state, m))
     return {
       effects: [error, { kind: 'complete' }],
@@ -929,10 +945,49 @@ function blockedByThis(state: SessionState, m: InboundMessage): boolean {
  * recorded delivery (state written by an older SDK) are matched by EventId alone, as before.
  */
 function namesEarlierHandoff(state: SessionState, m: InboundMessage): boolean {
-  if (!blockedByThis(state, m)) return false;
   const named = m.handedOffByMessageId;
-  const blocking = state.BlockedByMessageId;
-  return named != null && named !== '' && blocking != null && blocking !== '' && named !== blocking;
+  const pending = blockedByThis(state, m)
+    ? state.BlockedByMessageId
+    : pendingHandoffOf(state, eventKey(m))?.MessageId;
+  return named != null && named !== '' && pending != null && pending !== '' && named !== pending;
+}
+
+/**
+ * Whether a handoff command settles the handoff of its event that is pending beside another event's block
+ * (SessionState.PendingHandoffs): a resubmission handed the event off while another event blocked the session. A
+ * command naming no delivery (an older sender) is matched by EventId alone; one naming another delivery of the event
+ * is refused before this (namesEarlierHandoff).
+ */
+function namesHandoffBesideBlock(state: SessionState, m: InboundMessage): boolean {
+  const pending = pendingHandoffOf(state, eventKey(m));
+  if (!pending || blockedByThis(state, m)) return false;
+  const named = m.handedOffByMessageId;
+  return named == null || named === '' || named === pending.MessageId;
+}
+
+/**
+ * The completion of a handoff pending beside another event's block: the entry is over, the Resolver gets the result
+ * (Completed), and the session stays as it is - the other event's block, or the drain in progress, is not touched,
+ * and no replay is asked for. Settled as a release is (state first, ReleasedBy naming this command, the answer under a
+ * MessageId derived from it), so a redelivery after the state write finishes through a release's redelivery path
+ * (which also re-asks for the replay when the session is draining by then: harmless, a replayed copy already handled
+ * is only completed).
+ */
+function completeBesideBlock(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
+  const next: SessionState = {
+    ...settlePendingHandoff(state, eventKey(m)),
+    ReleasedBy: { EventId: eventKey(m), MessageId: m.messageId },
+  };
+  const resolution = send(
+    releaseAnswer(MessageType.ResolutionResponse, m, env, {
+      content: { EventContent: m.content.EventContent },
+    }),
+  );
+  return {
+    effects: [setState(next), resolution, { kind: 'complete' }],
+    signal: 'completed',
+    note: 'handoff pending beside the block completed: the session state otherwise unchanged',
+  };
 }
 
 /**
@@ -956,17 +1011,24 @@ function releasedHandoffRefusal(m: InboundMessage, state: SessionState): string 
 }
 
 function earlierHandoffRefusal(m: InboundMessage, state: SessionState): string {
+  const pending = blockedByThis(state, m)
+    ? `session ${m.sessionId ?? ''} is blocked by message ${state.BlockedByMessageId ?? ''} of that event`
+    : `the handoff of that event pending in session ${m.sessionId ?? ''} is message ` +
+      `${pendingHandoffOf(state, eventKey(m))?.MessageId ?? ''}'s`;
   return (
     `${m.messageType ?? 'handoff command'} refused: it names the handoff of event ${eventKey(m)} made by message ` +
-    `${m.handedOffByMessageId ?? ''}, but session ${m.sessionId ?? ''} is blocked by message ` +
-    `${state.BlockedByMessageId ?? ''} of that event (an earlier handoff's settlement, or a wrong message id)`
+    `${m.handedOffByMessageId ?? ''}, but ${pending} (an earlier handoff's settlement, or a wrong message id)`
   );
 }
 
-/** Blocks the session by this delivery; a block it replaces (another delivery of the event) is remembered as over. */
+/**
+ * Blocks the session by this delivery; a block it replaces (another delivery of the event) is remembered as over, and
+ * so is a handoff of the event pending beside the block: the block is now what the event waits for.
+ */
 export function block(state: SessionState, m: InboundMessage): SessionState {
   const replaced = state.BlockedByMessageId !== m.messageId ? rememberReleasedBlock(state) : state;
-  return { ...replaced, BlockedByEventId: eventKey(m), BlockedByMessageId: m.messageId || null };
+  const superseded = settlePendingHandoff(replaced, eventKey(m));
+  return { ...superseded, BlockedByEventId: eventKey(m), BlockedByMessageId: m.messageId || null };
 }
 
 /** Unblocks the session; the delivery that blocked it is remembered (see namesReleasedHandoff). */

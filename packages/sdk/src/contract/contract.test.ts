@@ -1,6 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+  addPendingHandoff,
   ALL_MESSAGE_TYPES,
   ALL_PROPERTY_NAMES,
   MessageType,
@@ -18,13 +19,16 @@ import {
   InvalidSessionStateError,
   isBlocked,
   isDraining,
+  isEmptySessionState,
   isHeartbeatEventType,
+  MAX_PENDING_HANDOFFS,
   jsonDepth,
   parseEventPayload,
   parseMessageType,
   parseNimbusProperties,
   readHeartbeatPayload,
   resultingStatus,
+  settlePendingHandoff,
   toWireProperties,
 } from './index.ts';
 
@@ -256,6 +260,33 @@ describe('session state', () => {
     const notAnArray = decodeSessionState({ BlockedByEventId: 'e2', ReleasedBlocks: 'oops' });
     assert.deepEqual(notAnArray.ReleasedBlocks, [], 'not an array: no released blocks, as in state written before them');
     assert.equal(notAnArray.BlockedByEventId, 'e2');
+  });
+
+  test('handoffs pending beside the block: older state reads as none; round-trip; bounded, one per event', () => {
+    // Written before PendingHandoffs existed: read, as none.
+    const older = decodeSessionState('{"BlockedByEventId":"e2","BlockedByMessageId":"m2","ReleasedBlocks":[]}');
+    assert.deepEqual(older.PendingHandoffs, []);
+    assert.equal(older.BlockedByEventId, 'e2');
+    const one = addPendingHandoff(older, 'e0', 'resub-1');
+    assert.deepEqual(decodeSessionState(encodeSessionState(one)), one);
+    assert.ok(!isEmptySessionState(addPendingHandoff(emptySessionState(), 'e0', 'r')), 'not written as zero bytes');
+    // A new handoff of the same event replaces the entry; the replaced one is over.
+    const again = addPendingHandoff(one, 'e0', 'resub-2');
+    assert.deepEqual(again.PendingHandoffs, [{ EventId: 'e0', MessageId: 'resub-2' }]);
+    assert.deepEqual(again.ReleasedBlocks, [{ EventId: 'e0', MessageId: 'resub-1' }]);
+    // Settled: gone, and remembered as over; an event with none leaves the state as it is.
+    const settled = settlePendingHandoff(again, 'e0');
+    assert.deepEqual(settled.PendingHandoffs, []);
+    assert.deepEqual(settled.ReleasedBlocks.at(-1), { EventId: 'e0', MessageId: 'resub-2' });
+    assert.equal(settlePendingHandoff(settled, 'e0'), settled);
+    // Bounded: the oldest goes first. An unreadable entry is dropped, not fatal.
+    let full = emptySessionState();
+    for (let i = 0; i < MAX_PENDING_HANDOFFS + 2; i++) full = addPendingHandoff(full, `e${i}`, `m${i}`);
+    assert.equal(full.PendingHandoffs.length, MAX_PENDING_HANDOFFS);
+    assert.deepEqual(full.PendingHandoffs[0], { EventId: 'e2', MessageId: 'm2' });
+    const damaged = decodeSessionState({ PendingHandoffs: [{ EventId: 'e0', MessageId: 'r' }, { EventId: 1 }, 'x'] });
+    assert.deepEqual(damaged.PendingHandoffs, [{ EventId: 'e0', MessageId: 'r' }]);
+    assert.deepEqual(decodeSessionState({ PendingHandoffs: 'oops' }).PendingHandoffs, []);
   });
 
   test('blocked and draining are distinct: draining = unblocked with parked messages not yet replayed', () => {

@@ -18,20 +18,25 @@ export const releaseAnswerSchema = z.looseObject({
 });
 export type ReleaseAnswer = z.infer<typeof releaseAnswerSchema>;
 
-const releasedBlockSchema = z.looseObject({ EventId: z.string(), MessageId: z.string() });
-type ReleasedBlock = z.infer<typeof releasedBlockSchema>;
+/** One delivery of one event: an entry of ReleasedBlocks or PendingHandoffs. */
+const deliverySchema = z.looseObject({ EventId: z.string(), MessageId: z.string() });
+type Delivery = z.infer<typeof deliverySchema>;
 
 /**
- * The entries of ReleasedBlocks this version can read; the others are dropped. The list is only a hint (a settlement
- * it does not name is matched by EventId alone, as before it existed), whereas one entry failing the whole state would
- * make every delivery of the session fail to read its state.
+ * The entries of a list of deliveries this version can read; the others are dropped. One entry failing the whole
+ * state would make every delivery of the session fail to read its state; a dropped entry only costs what the list
+ * adds (ReleasedBlocks: a settlement is matched by EventId alone, as before; PendingHandoffs: that handoff's
+ * settlement is refused, as before the list existed).
  */
-function readableReleasedBlocks(entries: unknown[]): ReleasedBlock[] {
+function readableDeliveries(entries: unknown[]): Delivery[] {
   return entries.flatMap((entry) => {
-    const parsed = releasedBlockSchema.safeParse(entry);
+    const parsed = deliverySchema.safeParse(entry);
     return parsed.success ? [parsed.data] : [];
   });
 }
+
+/** A list of deliveries as read: readable entries kept, anything else (not a list, absent) read as []. */
+const deliveryList = () => z.array(z.unknown()).transform(readableDeliveries).catch([]).default([]);
 
 export const sessionStateSchema = z.looseObject({
   /** EventId of the event whose failure (or handoff park) blocks the session; null when not blocked. */
@@ -91,11 +96,19 @@ export const sessionStateSchema = z.looseObject({
    * record Failed over Completed. Bounded, as session state has a size limit: a settlement older than the last few
    * blocks of the session is matched by EventId alone, as before. Absent in state written before it existed: [].
    */
-  ReleasedBlocks: z
-    .array(z.unknown())
-    .transform(readableReleasedBlocks)
-    .catch([])
-    .default([]),
+  ReleasedBlocks: deliveryList(),
+  /**
+   * Handoffs pending while another event blocks the session, oldest first, one per event, at most
+   * MAX_PENDING_HANDOFFS: an operator resubmitted an event that does not block the session (dead-lettered earlier,
+   * say) and its handler handed off, while another event's failure blocks it. That block stays, so BlockedBy* cannot
+   * record this handoff; without this list its completion was refused for ever (the session was not blocked by the
+   * event) while the Manager, seeing a Pending (Handoff) row, kept accepting it. A completion naming an entry is
+   * answered without touching the block and consumes the entry (remembered in ReleasedBlocks), as do a later
+   * successful or discarded resubmission and a skip of the event; a new handoff of the event replaces it, a block of
+   * the event supersedes it. A failure is answered and leaves it, as a failed blocking handoff leaves its block, until
+   * the operator resubmits or skips the event. Absent in state written before it existed: [].
+   */
+  PendingHandoffs: deliveryList(),
 });
 export type SessionState = z.infer<typeof sessionStateSchema>;
 
@@ -110,6 +123,7 @@ export function emptySessionState(): SessionState {
     ReparkedUntil: 0,
     ReleasedBy: null,
     ReleasedBlocks: [],
+    PendingHandoffs: [],
   };
 }
 
@@ -118,11 +132,57 @@ export const MAX_RELEASED_BLOCKS = 16;
 
 /** The state with the current block's delivery remembered as released (no change when nothing blocks it). */
 export function rememberReleasedBlock(state: SessionState): SessionState {
-  const EventId = state.BlockedByEventId;
-  const MessageId = state.BlockedByMessageId;
+  return rememberReleased(state, state.BlockedByEventId, state.BlockedByMessageId);
+}
+
+/** The state with the delivery `messageId` of event `eventId` remembered as no longer pending. */
+function rememberReleased(
+  state: SessionState,
+  EventId: string | null | undefined,
+  MessageId: string | null | undefined,
+): SessionState {
   if (EventId == null || EventId === '' || MessageId == null || MessageId === '') return state;
   const others = state.ReleasedBlocks.filter((b) => b.EventId !== EventId || b.MessageId !== MessageId);
   return { ...state, ReleasedBlocks: [...others, { EventId, MessageId }].slice(-MAX_RELEASED_BLOCKS) };
+}
+
+/**
+ * How many handoffs pending outside the block the session state remembers. Each is two ids (about 200 bytes at
+ * most); past the bound the oldest is forgotten, and its settlement is refused as before the list existed. Reaching
+ * it takes that many events of one session resubmitted and handed off while the session stays blocked.
+ */
+export const MAX_PENDING_HANDOFFS = 64;
+
+/** The handoff of event `eventId` pending outside the block, if any. */
+export function pendingHandoffOf(state: SessionState, eventId: string): Delivery | undefined {
+  return state.PendingHandoffs.find((h) => h.EventId === eventId);
+}
+
+/**
+ * The state with the delivery `messageId` of event `eventId` recorded as its handoff pending outside the block. An
+ * earlier handoff of the event pending there is replaced, and remembered as over (ReleasedBlocks), as a block
+ * replaced by a later handoff of its event is.
+ */
+export function addPendingHandoff(state: SessionState, eventId: string, messageId: string): SessionState {
+  const earlier = pendingHandoffOf(state, eventId);
+  const base =
+    earlier && earlier.MessageId !== messageId ? rememberReleased(state, eventId, earlier.MessageId) : state;
+  const others = base.PendingHandoffs.filter((h) => h.EventId !== eventId);
+  return {
+    ...base,
+    PendingHandoffs: [...others, { EventId: eventId, MessageId: messageId }].slice(-MAX_PENDING_HANDOFFS),
+  };
+}
+
+/**
+ * The state with the handoff of event `eventId` pending outside the block settled: removed and remembered as over
+ * (ReleasedBlocks). The same object when the event has none.
+ */
+export function settlePendingHandoff(state: SessionState, eventId: string): SessionState {
+  const pending = pendingHandoffOf(state, eventId);
+  if (!pending) return state;
+  const released = rememberReleased(state, eventId, pending.MessageId);
+  return { ...released, PendingHandoffs: state.PendingHandoffs.filter((h) => h !== pending) };
 }
 
 /** Whether the delivery `messageId` of event `eventId` blocked this session once and no longer does. */
@@ -162,7 +222,8 @@ export function isEmptySessionState(state: SessionState): boolean {
     state.NextReplaySequence === 0 &&
     state.ReparkedUntil === 0 &&
     state.ReleasedBy == null &&
-    state.ReleasedBlocks.length === 0
+    state.ReleasedBlocks.length === 0 &&
+    state.PendingHandoffs.length === 0
   );
 }
 

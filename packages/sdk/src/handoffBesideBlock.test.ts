@@ -1,0 +1,359 @@
+// A handoff made while another event blocks the session: the operator resubmits an event that does not block it (e0,
+// dead-lettered earlier) while e2's failure blocks it, and the resubmission's handler hands off. The block stays e2's,
+// so the session state records the handoff beside it (PendingHandoffs). Before, nothing recorded it: its completion
+// was refused for ever ("not the pending handoff"), before and after e2 was skipped, while the Manager (row Pending
+// (Handoff), message id matching) kept accepting it, so an agent loop re-ran its work without end.
+// Decision level (route/afterHandler) and the dispatcher over a fake port; the broker path is in
+// e2e/handoffBesideBlock.test.ts.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { emptySessionState, encodeBody, eventBody, Prop } from './contract/index.ts';
+import type { SessionState } from './contract/index.ts';
+import { afterHandler, route } from './decide.ts';
+import type { DecisionEnv, HandlerOutcome } from './decide.ts';
+import { Dispatcher } from './dispatcher.ts';
+import type { DeliveryPort } from './dispatcher.ts';
+import type { Effect, Settlement } from './effects.ts';
+import { HandlerRegistry } from './handlers.ts';
+import { fromReceived } from './inbound.ts';
+import type { InboundMessage } from './inbound.ts';
+import { bodyText } from './outbound.ts';
+
+function env(): DecisionEnv {
+  let n = 0;
+  return {
+    endpointId: 'billing',
+    clock: { startedAt: new Date('2026-12-07T04:00:00Z'), now: new Date('2026-12-07T04:00:00Z') },
+    sdkVersion: '9.9.9',
+    newId: () => `r${++n}`,
+    hasHandler: (t) => t === 'OrderPlaced',
+  };
+}
+
+/** A Manager command of session s1. */
+function command(
+  type: string,
+  eventId: string,
+  messageId: string,
+  props: Record<string, unknown> = {},
+  body: unknown = encodeBody({}),
+): InboundMessage {
+  return fromReceived({
+    messageId,
+    sessionId: 's1',
+    correlationId: 'c1',
+    enqueuedTimeUtc: new Date('2026-12-07T03:59:00Z'),
+    body,
+    applicationProperties: {
+      To: 'billing',
+      From: 'Manager',
+      MessageType: type,
+      EventId: eventId,
+      EventTypeId: 'OrderPlaced',
+      ParentMessageId: 'row-version',
+      ...props,
+    },
+  });
+}
+
+const resubmission = (eventId: string, messageId: string) =>
+  command('ResubmissionRequest', eventId, messageId, {}, eventBody('OrderPlaced', { orderId: 'o1' }));
+const completion = (eventId: string, messageId: string, handedOffBy?: string) =>
+  command(
+    'HandoffCompletedRequest',
+    eventId,
+    messageId,
+    handedOffBy ? { HandedOffByMessageId: handedOffBy } : {},
+    encodeBody({ EventContent: { EventTypeId: 'OrderPlaced', EventJson: '{"imported":1}' } }),
+  );
+const failure = (eventId: string, messageId: string, handedOffBy?: string) =>
+  command(
+    'HandoffFailedRequest',
+    eventId,
+    messageId,
+    handedOffBy ? { HandedOffByMessageId: handedOffBy } : {},
+    encodeBody({ ErrorContent: { ErrorText: 'DMF job 7 rejected', ErrorType: 'DmfError' } }),
+  );
+
+const handoff: HandlerOutcome = { kind: 'success', handoff: { reason: 'DMF import' } };
+
+/** Both phases, `outcome` standing in for the handler when it runs. */
+function run(m: InboundMessage, st: SessionState, outcome?: HandlerOutcome): Settlement {
+  const e = env();
+  const r = route(m, st, e);
+  if (r.kind === 'settle') return r.settlement;
+  assert.ok(outcome, 'the handler ran but the test gave no outcome');
+  return afterHandler(m, st, outcome, e);
+}
+
+function shape(effects: Effect[]): string[] {
+  return effects.map((f) => {
+    if (f.kind === 'send') return `send ${String(f.message.applicationProperties[Prop.MessageType])}`;
+    if (f.kind === 'deadLetter') return `deadLetter ${f.reason}`;
+    if (f.kind === 'setState') return `state blocked=${f.state.BlockedByEventId ?? 'none'}`;
+    return f.kind;
+  });
+}
+
+/** The state the settlement writes (the one it was given when it writes none). */
+function written(s: Settlement, before: SessionState): SessionState {
+  const w = s.effects.find((f): f is Extract<Effect, { kind: 'setState' }> => f.kind === 'setState');
+  return w ? w.state : before;
+}
+
+const answers = (s: Settlement) =>
+  s.effects
+    .filter((f): f is Extract<Effect, { kind: 'send' }> => f.kind === 'send')
+    .map((f) => ({
+      props: f.message.applicationProperties,
+      body: bodyText(f.message),
+      id: f.message.messageId,
+    }));
+
+const REFUSED = ['send ErrorResponse', 'deadLetter CommandRefused'];
+
+// e0 was dead-lettered earlier (no block); e2 failed since and blocks s1 (two messages parked behind it).
+const blockedByE2: SessionState = {
+  ...emptySessionState(),
+  BlockedByEventId: 'e2',
+  BlockedByMessageId: 'm-e2',
+  NextDeferralSequence: 2,
+  DeferredCount: 2,
+};
+
+/** The resubmission of e0 handed off (job 1) under e2's block; the state it leaves. */
+function handedOffBesideBlock(): SessionState {
+  const s = run(resubmission('e0', 'resub-1'), blockedByE2, handoff);
+  assert.deepEqual(shape(s.effects), ['send PendingHandoffResponse', 'state blocked=e2', 'complete']);
+  return written(s, blockedByE2);
+}
+
+describe('a handoff made by a resubmission while another event blocks the session', () => {
+  test('its completion is answered Completed; the other event keeps blocking the session, nothing is replayed', () => {
+    const pending = handedOffBesideBlock();
+    assert.equal(pending.BlockedByEventId, 'e2');
+    assert.equal(pending.BlockedByMessageId, 'm-e2');
+
+    const done = run(completion('e0', 'cmd-1', 'resub-1'), pending);
+    // Before: refused (CommandRefused notice and dead-letter of the command), whoever sent it, however often.
+    assert.deepEqual(shape(done.effects), ['state blocked=e2', 'send ResolutionResponse', 'complete']);
+    const [answer] = answers(done);
+    assert.equal(answer!.props.EventId, 'e0');
+    assert.equal(answer!.props.DeadLetterReason, undefined);
+    assert.equal(JSON.parse(answer!.body).EventContent.EventJson, '{"imported":1}');
+    const after = written(done, pending);
+    assert.deepEqual(
+      [
+        after.BlockedByEventId,
+        after.BlockedByMessageId,
+        after.NextDeferralSequence,
+        after.NextReplaySequence,
+      ],
+      ['e2', 'm-e2', 2, 0],
+      "e2's block and its parked messages are untouched",
+    );
+
+    // The handoff is settled now: a second completion (a repeat, a late agent) is refused as before, and so is a
+    // failure of it (it would record Failed over Completed).
+    assert.deepEqual(shape(run(completion('e0', 'cmd-2', 'resub-1'), after).effects), REFUSED);
+    assert.deepEqual(shape(run(failure('e0', 'cmd-3', 'resub-1'), after).effects), REFUSED);
+    // Skipping e2 then releases the session and replays what it parked.
+    const skipped = run(command('SkipRequest', 'e2', 'skip-e2'), after);
+    assert.deepEqual(shape(skipped.effects), [
+      'state blocked=none',
+      'send ProcessDeferredRequest',
+      'send SkipResponse',
+      'complete',
+    ]);
+  });
+
+  test('completed after the blocker was skipped: still answered (before: refused, "not blocked")', () => {
+    const pending = handedOffBesideBlock();
+    const skipped = run(command('SkipRequest', 'e2', 'skip-e2'), pending);
+    const released = written(skipped, pending);
+    assert.equal(released.BlockedByEventId, null);
+    const done = run(completion('e0', 'cmd-1', 'resub-1'), released);
+    // Only the handoff is settled: the release and the drain it began are the skip's.
+    assert.deepEqual(shape(done.effects), ['state blocked=none', 'send ResolutionResponse', 'complete']);
+    const after = written(done, released);
+    assert.deepEqual([after.NextDeferralSequence, after.NextReplaySequence], [2, 0]);
+  });
+
+  test('its failure is answered Failed without touching the session state; the entry stays until a resubmit or skip', () => {
+    const pending = handedOffBesideBlock();
+    const failed = run(failure('e0', 'fail-1', 'resub-1'), pending);
+    // As a failed blocking handoff keeps its block: Failed is recorded, the operator resubmits or skips.
+    assert.deepEqual(shape(failed.effects), ['send ErrorResponse', 'complete']);
+    const [answer] = answers(failed);
+    assert.equal(answer!.props.DeadLetterReason, undefined);
+    assert.equal(JSON.parse(answer!.body).ErrorContent.ErrorText, 'DMF job 7 rejected');
+    const skipped = run(command('SkipRequest', 'e0', 'skip-e0'), pending);
+    assert.deepEqual(shape(skipped.effects), ['state blocked=e2', 'send SkipResponse', 'complete']);
+    assert.deepEqual(
+      shape(run(failure('e0', 'fail-2', 'resub-1'), written(skipped, pending)).effects),
+      REFUSED,
+    );
+  });
+
+  test('a completion interrupted after its state write is finished by its redelivery with the same answer', () => {
+    const pending = handedOffBesideBlock();
+    const first = run(completion('e0', 'cmd-1', 'resub-1'), pending);
+    const again = run(completion('e0', 'cmd-1', 'resub-1'), written(first, pending));
+    assert.deepEqual(shape(again.effects), ['send ResolutionResponse', 'complete']);
+    assert.deepEqual(
+      answers(again).map((a) => [a.id, a.body]),
+      answers(first).map((a) => [a.id, a.body]),
+      'the same MessageId: a copy that did get out the first time is the same message',
+    );
+  });
+
+  test('commands that settle no pending handoff are still refused', () => {
+    const pending = handedOffBesideBlock();
+    // An event that never handed off.
+    const never = run(completion('e5', 'cmd-1', 'm-e5'), pending);
+    assert.deepEqual(shape(never.effects), REFUSED);
+    assert.match(
+      String(answers(never)[0]!.props.DeadLetterErrorDescription),
+      /event e5 is not the pending handoff/,
+    );
+    // Another delivery of e0 than the one whose handoff is pending (an earlier handoff, a wrong id).
+    for (const late of [completion('e0', 'cmd-2', 'dl-e0'), failure('e0', 'cmd-3', 'dl-e0')]) {
+      const refused = run(late, pending);
+      assert.deepEqual(shape(refused.effects), REFUSED);
+      assert.match(
+        String(answers(refused)[0]!.props.DeadLetterErrorDescription),
+        /names the handoff of event e0 made by message dl-e0, but the handoff of that event pending in session s1 is message resub-1's/,
+      );
+    }
+    // A command naming no delivery (an older sender) is matched by EventId, as the block is.
+    assert.deepEqual(shape(run(completion('e0', 'cmd-4'), pending).effects), [
+      'state blocked=e2',
+      'send ResolutionResponse',
+      'complete',
+    ]);
+  });
+
+  test('a later resubmission of the event: another handoff replaces it, a success or a skip settles it', () => {
+    const pending = handedOffBesideBlock();
+    // Handed off again (job 2): job 1's settlement is refused, job 2's answered.
+    const again = written(run(resubmission('e0', 'resub-2'), pending, handoff), pending);
+    assert.deepEqual(shape(run(completion('e0', 'cmd-1', 'resub-1'), again).effects), REFUSED);
+    assert.deepEqual(shape(run(failure('e0', 'cmd-2', 'resub-1'), again).effects), REFUSED);
+    assert.deepEqual(shape(run(completion('e0', 'cmd-3', 'resub-2'), again).effects), [
+      'state blocked=e2',
+      'send ResolutionResponse',
+      'complete',
+    ]);
+    // Handled this time, or skipped: the handoff is over, its completion refused.
+    const handled = run(resubmission('e0', 'resub-3'), pending, { kind: 'success' });
+    assert.deepEqual(shape(handled.effects), ['state blocked=e2', 'send ResolutionResponse', 'complete']);
+    assert.deepEqual(
+      shape(run(completion('e0', 'cmd-4', 'resub-1'), written(handled, pending)).effects),
+      REFUSED,
+    );
+    const skipped = run(command('SkipRequest', 'e0', 'skip-e0'), pending);
+    assert.deepEqual(shape(skipped.effects), ['state blocked=e2', 'send SkipResponse', 'complete']);
+    assert.deepEqual(
+      shape(run(completion('e0', 'cmd-5', 'resub-1'), written(skipped, pending)).effects),
+      REFUSED,
+    );
+  });
+
+  test('once the session is no longer blocked, a resubmission that hands off blocks it, superseding the earlier handoff', () => {
+    const pending = handedOffBesideBlock();
+    const released = written(run(command('SkipRequest', 'e2', 'skip-e2'), pending), pending);
+    const blocked = written(run(resubmission('e0', 'resub-2'), released, handoff), released);
+    assert.deepEqual([blocked.BlockedByEventId, blocked.BlockedByMessageId], ['e0', 'resub-2']);
+    assert.deepEqual(shape(run(completion('e0', 'cmd-1', 'resub-1'), blocked).effects), REFUSED);
+    assert.deepEqual(shape(run(completion('e0', 'cmd-2', 'resub-2'), blocked).effects), [
+      'state blocked=none',
+      'send ProcessDeferredRequest',
+      'send ResolutionResponse',
+      'complete',
+    ]);
+  });
+});
+
+/** A session's state and what the dispatcher did with it (pure: no broker). */
+class FakePort implements DeliveryPort {
+  log: string[] = [];
+  sent: Array<Record<string, unknown>> = [];
+  constructor(public state: SessionState) {}
+  async readState() {
+    return this.state;
+  }
+  async writeState(s: SessionState) {
+    this.log.push('setState');
+    this.state = s;
+  }
+  async send(m: { applicationProperties: Record<string, unknown> }) {
+    this.log.push(`send ${String(m.applicationProperties.MessageType)}`);
+    this.sent.push(m.applicationProperties);
+  }
+  async schedule() {
+    this.log.push('schedule');
+  }
+  async complete() {
+    this.log.push('complete');
+  }
+  async deadLetter(reason: string) {
+    this.log.push(`deadLetter ${reason}`);
+  }
+}
+
+const receivedCommand = (
+  type: string,
+  eventId: string,
+  messageId: string,
+  props: Record<string, unknown>,
+  body: string,
+) => ({
+  messageId,
+  sessionId: 's1',
+  body,
+  applicationProperties: {
+    To: 'billing',
+    From: 'Manager',
+    MessageType: type,
+    EventId: eventId,
+    EventTypeId: 'OrderPlaced',
+    ...props,
+  },
+});
+
+test("the dispatcher: the handler hands the resubmission off under e2's block; the completion with its token is answered", async () => {
+  const tokens: string[] = [];
+  const d = new Dispatcher({
+    endpointId: 'billing',
+    handlers: new HandlerRegistry().on('OrderPlaced', (_e, ctx) => {
+      if (ctx.messageType === 'ResubmissionRequest')
+        tokens.push(ctx.markPendingHandoff('DMF import', 'job-7'));
+    }),
+  });
+  const signal = new AbortController().signal;
+  const port = new FakePort(blockedByE2);
+  const resub = receivedCommand(
+    'ResubmissionRequest',
+    'e0',
+    'resub-1',
+    {},
+    eventBody('OrderPlaced', { n: 0 }),
+  );
+  assert.equal(await d.dispatch(resub, port, signal), 'completed');
+  assert.equal(tokens.length, 1);
+  const handedOff = port.log;
+
+  port.log = [];
+  const done = receivedCommand(
+    'HandoffCompletedRequest',
+    'e0',
+    'cmd-1',
+    { HandedOffByMessageId: 'resub-1' },
+    encodeBody({ EventContent: { EventTypeId: 'OrderPlaced', EventJson: '{"imported":1}' } }),
+  );
+  assert.equal(await d.dispatch(done, port, signal), 'completed');
+  // Before: ['send ErrorResponse', 'deadLetter CommandRefused'], and the same again on every repeat.
+  assert.deepEqual(port.log, ['setState', 'send ResolutionResponse', 'complete']);
+  assert.deepEqual(handedOff, ['send PendingHandoffResponse', 'setState', 'complete']);
+  assert.deepEqual([port.state.BlockedByEventId, port.state.BlockedByMessageId], ['e2', 'm-e2']);
+});
