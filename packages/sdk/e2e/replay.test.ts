@@ -203,6 +203,36 @@ describe('replay cursor gaps never leave a session draining', () => {
     });
   });
 
+  test('a parked copy lost in the middle of a pass is skipped with a ReplayGap notice on the copy after it', async () => {
+    await withHarness(async (h) => {
+      const host = h.host({ endpointId: 'crm', handlers: handlers() });
+      // E2, E3, E4 parked with sequences 0, 1, 2; sequence 1 lost: the pass replays 0 and 2 (its end).
+      const { e1 } = await blockWithParked(h, 'RG-MID', 4);
+      await loseParked(h, 'RG-MID', 3, (m) => m.applicationProperties?.DeferralSequence === 1);
+      await resubmitFixed(h, 'RG-MID', e1);
+      h.deferredProcessor('crm');
+      // The resubmission, two replayed copies and four responses. Before: E4's copy moved the cursor from 1 to 3
+      // with no notice (the wait timed out with three responses), and E3 was lost untold.
+      const replay = await h.resolver('RG-MID', 7, 20_000);
+      assert.deepEqual(storyOf(replay).responses, [
+        'ResolutionResponse:E1',
+        'ResolutionResponse:E2',
+        'ErrorResponse:E4',
+        'ResolutionResponse:E4',
+      ]);
+      const notice = replay.find((r) => r.type === 'ErrorResponse')!;
+      assert.equal(notice.props.DeadLetterReason, 'ReplayGap');
+      assert.match(
+        String(notice.props.DeadLetterErrorDescription),
+        /^parked sequence 1 of session RG-MID did not come back ahead of sequence 2 /,
+      );
+      await newEventIsHandled(h, 'RG-MID', 5);
+      await host.stop();
+      const state = await h.sessionState('crm', 'RG-MID');
+      assert.deepEqual([state.NextReplaySequence, state.NextDeferralSequence], [3, 3]);
+    });
+  });
+
   test('a pass that finds nothing (its only parked copy lost) ends with a marker that skips the gap', async () => {
     await withHarness(async (h) => {
       h.host({ endpointId: 'crm', handlers: handlers() });
