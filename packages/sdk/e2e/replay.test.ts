@@ -9,7 +9,7 @@ import { MessageAlreadyDeadLetteredError, PermanentFailureError } from '@nimbus/
 import { HandlerRegistry } from '@nimbus/sdk';
 import type { PipelineBehavior } from '@nimbus/sdk';
 import type { Harness } from './harness.ts';
-import { storyOf, withHarness } from './harness.ts';
+import { eventually, storyOf, withHarness } from './harness.ts';
 
 type Customer = { customerId: string; n: number; fixed?: boolean };
 
@@ -174,6 +174,59 @@ describe('replay cursor gaps never leave a session draining', () => {
         ['Permanent failure: PermanentFailureError: customer 2 cannot be imported'],
       );
       await newEventIsHandled(h, 'RG-DL', 3);
+    });
+  });
+
+  test('a message whose completion fails after it was parked is parked once, and the replay runs it once', async () => {
+    await withHarness(async (h) => {
+      // The fault: once armed, the next completion on crm's session receivers is refused (after the park's state
+      // write, so the message comes back). The host's client is the harness's.
+      let refuseNext = false;
+      let refused = 0;
+      const accept = h.client.acceptNextSession.bind(h.client);
+      h.client.acceptNextSession = (async (...args: Parameters<typeof accept>) => {
+        const receiver = await accept(...args);
+        const complete = receiver.completeMessage.bind(receiver);
+        receiver.completeMessage = async (...c: Parameters<typeof complete>) => {
+          if (refuseNext) {
+            refuseNext = false;
+            refused++;
+            throw new Error('broker refused the completion (test fault)');
+          }
+          return complete(...c);
+        };
+        return receiver;
+      }) as typeof h.client.acceptNextSession;
+      const runs: number[] = [];
+      const host = h.host({
+        endpointId: 'crm',
+        sessionConnection: 'shared',
+        transientHold: { initialMs: 100 },
+        handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e) => {
+          runs.push(e.n);
+          if (e.n === 1 && !e.fixed) throw new Error('CRM rejected the customer');
+        }),
+      });
+      h.deferredProcessor('crm');
+      const pub = h.publisher('shop');
+      await pub.publish('CustomerUpdated', { customerId: 'RG-PK', n: 1 });
+      const first = await h.resolver('RG-PK', 2);
+      assert.deepEqual(storyOf(first).responses, ['ErrorResponse:E1']);
+      refuseNext = true;
+      await pub.publish('CustomerUpdated', { customerId: 'RG-PK', n: 2 });
+      assert.deepEqual(storyOf(await h.resolver('RG-PK', 2)).responses, ['DeferralResponse:E2']);
+      await eventually(() => (refused === 1 ? true : undefined), 'the completion refused', 15_000);
+      await resubmitFixed(h, 'RG-PK', String(first.find((r) => r.type === 'EventRequest')!.props.EventId));
+      // The resubmission, E1 resolved, E2's replayed copy and its answer.
+      const replay = await h.resolver('RG-PK', 4, 20_000);
+      assert.deepEqual(storyOf(replay).responses, ['ResolutionResponse:E1', 'ResolutionResponse:E2']);
+      // Before: the redelivery parked E2 again (a second DeferralResponse, a second parked copy under sequence 1), and
+      // the replay ran it twice: the records after this pass were E2's second copy and answer, not E3's.
+      await newEventIsHandled(h, 'RG-PK', 3);
+      assert.deepEqual(runs, [1, 1, 2, 3], 'E1, its resubmission, E2 once, E3');
+      await host.stop();
+      const state = await h.sessionState('crm', 'RG-PK');
+      assert.deepEqual([state.NextReplaySequence, state.NextDeferralSequence], [1, 1]);
     });
   });
 

@@ -693,6 +693,7 @@ function heartbeatReply(m: InboundMessage, env: DecisionEnv): Settlement {
 
 /** Parks a message behind the session's blocker: DeferralResponse, parked copy, state, complete. */
 function park(m: InboundMessage, state: SessionState, env: DecisionEnv, text: string): Settlement {
+  if (parkedAlready(state, m)) return alreadyParked(m, state);
   const sequence = state.NextDeferralSequence;
   const advanced = advanceReplay(state, m);
   const next: SessionState = {
@@ -701,6 +702,11 @@ function park(m: InboundMessage, state: SessionState, env: DecisionEnv, text: st
     DeferredCount: state.DeferredCount + 1,
     // A replayed copy parked again: the messages first parked below its new sequence must not overtake it.
     ...(m.replaySequence !== undefined ? { ReparkedUntil: sequence + 1 } : {}),
+    ParkedBy: {
+      MessageId: m.messageId,
+      ...(m.sequenceNumber !== undefined ? { SequenceNumber: m.sequenceNumber } : {}),
+      DeferralSequence: sequence,
+    },
   };
   const deferral = response(MessageType.DeferralResponse, m, env, {
     content: {
@@ -723,6 +729,32 @@ function park(m: InboundMessage, state: SessionState, env: DecisionEnv, text: st
     ],
     signal: 'deferred',
     note: `parked with sequence ${sequence}`,
+  };
+}
+
+/**
+ * This delivery parked its message already (the state names it: see ParkedBy): its completion failed after the
+ * state write, and nothing of the session was settled since (its messages are settled in order). Matched by
+ * MessageId and, when both are known, the broker's SequenceNumber, so a re-publish with the same MessageId is parked
+ * as a message of its own.
+ */
+function parkedAlready(state: SessionState, m: InboundMessage): boolean {
+  const p = state.ParkedBy;
+  if (p == null || p.MessageId !== m.messageId) return false;
+  return p.SequenceNumber === undefined || m.sequenceNumber === undefined || p.SequenceNumber === m.sequenceNumber;
+}
+
+/**
+ * The redelivery of a message parked already: its DeferralResponse and parked copy went out before the state write,
+ * so only what came after it is left - the replay request of a park behind a drain (same MessageId as the first:
+ * it derives from the session and the bound, which have not moved) and the completion. Parking again gave the
+ * message a second sequence and a second parked copy, and the replay ran its handler twice.
+ */
+function alreadyParked(m: InboundMessage, state: SessionState): Settlement {
+  return {
+    effects: [...(isBlocked(state) ? [] : drain(m, state)), { kind: 'complete' }],
+    signal: 'deferred',
+    note: `parked already with sequence ${state.ParkedBy?.DeferralSequence ?? '?'}: completed without parking again`,
   };
 }
 
