@@ -9,7 +9,7 @@ import { MessageAlreadyDeadLetteredError, PermanentFailureError } from '@nimbus/
 import { HandlerRegistry } from '@nimbus/sdk';
 import type { PipelineBehavior } from '@nimbus/sdk';
 import type { Harness } from './harness.ts';
-import { storyOf, withHarness } from './harness.ts';
+import { eventually, storyOf, withHarness } from './harness.ts';
 
 type Customer = { customerId: string; n: number; fixed?: boolean };
 
@@ -177,6 +177,59 @@ describe('replay cursor gaps never leave a session draining', () => {
     });
   });
 
+  test('a message whose completion fails after it was parked is parked once, and the replay runs it once', async () => {
+    await withHarness(async (h) => {
+      // The fault: once armed, the next completion on crm's session receivers is refused (after the park's state
+      // write, so the message comes back). The host's client is the harness's.
+      let refuseNext = false;
+      let refused = 0;
+      const accept = h.client.acceptNextSession.bind(h.client);
+      h.client.acceptNextSession = (async (...args: Parameters<typeof accept>) => {
+        const receiver = await accept(...args);
+        const complete = receiver.completeMessage.bind(receiver);
+        receiver.completeMessage = async (...c: Parameters<typeof complete>) => {
+          if (refuseNext) {
+            refuseNext = false;
+            refused++;
+            throw new Error('broker refused the completion (test fault)');
+          }
+          return complete(...c);
+        };
+        return receiver;
+      }) as typeof h.client.acceptNextSession;
+      const runs: number[] = [];
+      const host = h.host({
+        endpointId: 'crm',
+        sessionConnection: 'shared',
+        transientHold: { initialMs: 100 },
+        handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e) => {
+          runs.push(e.n);
+          if (e.n === 1 && !e.fixed) throw new Error('CRM rejected the customer');
+        }),
+      });
+      h.deferredProcessor('crm');
+      const pub = h.publisher('shop');
+      await pub.publish('CustomerUpdated', { customerId: 'RG-PK', n: 1 });
+      const first = await h.resolver('RG-PK', 2);
+      assert.deepEqual(storyOf(first).responses, ['ErrorResponse:E1']);
+      refuseNext = true;
+      await pub.publish('CustomerUpdated', { customerId: 'RG-PK', n: 2 });
+      assert.deepEqual(storyOf(await h.resolver('RG-PK', 2)).responses, ['DeferralResponse:E2']);
+      await eventually(() => (refused === 1 ? true : undefined), 'the completion refused', 15_000);
+      await resubmitFixed(h, 'RG-PK', String(first.find((r) => r.type === 'EventRequest')!.props.EventId));
+      // The resubmission, E1 resolved, E2's replayed copy and its answer.
+      const replay = await h.resolver('RG-PK', 4, 20_000);
+      assert.deepEqual(storyOf(replay).responses, ['ResolutionResponse:E1', 'ResolutionResponse:E2']);
+      // Before: the redelivery parked E2 again (a second DeferralResponse, a second parked copy under sequence 1), and
+      // the replay ran it twice: the records after this pass were E2's second copy and answer, not E3's.
+      await newEventIsHandled(h, 'RG-PK', 3);
+      assert.deepEqual(runs, [1, 1, 2, 3], 'E1, its resubmission, E2 once, E3');
+      await host.stop();
+      const state = await h.sessionState('crm', 'RG-PK');
+      assert.deepEqual([state.NextReplaySequence, state.NextDeferralSequence], [1, 1]);
+    });
+  });
+
   test('a parked copy lost on the Deferred subscription is skipped at the end of the pass, with a ReplayGap notice', async () => {
     await withHarness(async (h) => {
       const host = h.host({ endpointId: 'crm', handlers: handlers() });
@@ -200,6 +253,36 @@ describe('replay cursor gaps never leave a session draining', () => {
       await host.stop();
       const state = await h.sessionState('crm', 'RG-3');
       assert.deepEqual([state.NextReplaySequence, state.NextDeferralSequence], [2, 2]);
+    });
+  });
+
+  test('a parked copy lost in the middle of a pass is skipped with a ReplayGap notice on the copy after it', async () => {
+    await withHarness(async (h) => {
+      const host = h.host({ endpointId: 'crm', handlers: handlers() });
+      // E2, E3, E4 parked with sequences 0, 1, 2; sequence 1 lost: the pass replays 0 and 2 (its end).
+      const { e1 } = await blockWithParked(h, 'RG-MID', 4);
+      await loseParked(h, 'RG-MID', 3, (m) => m.applicationProperties?.DeferralSequence === 1);
+      await resubmitFixed(h, 'RG-MID', e1);
+      h.deferredProcessor('crm');
+      // The resubmission, two replayed copies and four responses. Before: E4's copy moved the cursor from 1 to 3
+      // with no notice (the wait timed out with three responses), and E3 was lost untold.
+      const replay = await h.resolver('RG-MID', 7, 20_000);
+      assert.deepEqual(storyOf(replay).responses, [
+        'ResolutionResponse:E1',
+        'ResolutionResponse:E2',
+        'ErrorResponse:E4',
+        'ResolutionResponse:E4',
+      ]);
+      const notice = replay.find((r) => r.type === 'ErrorResponse')!;
+      assert.equal(notice.props.DeadLetterReason, 'ReplayGap');
+      assert.match(
+        String(notice.props.DeadLetterErrorDescription),
+        /^parked sequence 1 of session RG-MID did not come back ahead of sequence 2 /,
+      );
+      await newEventIsHandled(h, 'RG-MID', 5);
+      await host.stop();
+      const state = await h.sessionState('crm', 'RG-MID');
+      assert.deepEqual([state.NextReplaySequence, state.NextDeferralSequence], [3, 3]);
     });
   });
 

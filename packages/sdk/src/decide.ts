@@ -98,7 +98,7 @@ export function route(
   options: RouteOptions = {},
 ): Route {
   const r = routeDelivery(m, state, env, options);
-  return r.kind === 'settle' ? { kind: 'settle', settlement: forgetOtherRelease(m, r.settlement) } : r;
+  return r.kind === 'settle' ? { kind: 'settle', settlement: forgetOtherRelease(m, flagGap(r.settlement)) } : r;
 }
 
 function routeDelivery(
@@ -709,6 +709,7 @@ function heartbeatReply(m: InboundMessage, env: DecisionEnv): Settlement {
 
 /** Parks a message behind the session's blocker: DeferralResponse, parked copy, state, complete. */
 function park(m: InboundMessage, state: SessionState, env: DecisionEnv, text: string): Settlement {
+  if (parkedAlready(state, m)) return alreadyParked(m, state);
   const sequence = state.NextDeferralSequence;
   const advanced = advanceReplay(state, m);
   const next: SessionState = {
@@ -717,6 +718,11 @@ function park(m: InboundMessage, state: SessionState, env: DecisionEnv, text: st
     DeferredCount: state.DeferredCount + 1,
     // A replayed copy parked again: the messages first parked below its new sequence must not overtake it.
     ...(m.replaySequence !== undefined ? { ReparkedUntil: sequence + 1 } : {}),
+    ParkedBy: {
+      MessageId: m.messageId,
+      ...(m.sequenceNumber !== undefined ? { SequenceNumber: m.sequenceNumber } : {}),
+      DeferralSequence: sequence,
+    },
   };
   const deferral = response(MessageType.DeferralResponse, m, env, {
     content: {
@@ -739,6 +745,32 @@ function park(m: InboundMessage, state: SessionState, env: DecisionEnv, text: st
     ],
     signal: 'deferred',
     note: `parked with sequence ${sequence}`,
+  };
+}
+
+/**
+ * This delivery parked its message already (the state names it: see ParkedBy): its completion failed after the
+ * state write, and nothing of the session was settled since (its messages are settled in order). Matched by
+ * MessageId and, when both are known, the broker's SequenceNumber, so a re-publish with the same MessageId is parked
+ * as a message of its own.
+ */
+function parkedAlready(state: SessionState, m: InboundMessage): boolean {
+  const p = state.ParkedBy;
+  if (p == null || p.MessageId !== m.messageId) return false;
+  return p.SequenceNumber === undefined || m.sequenceNumber === undefined || p.SequenceNumber === m.sequenceNumber;
+}
+
+/**
+ * The redelivery of a message parked already: its DeferralResponse and parked copy went out before the state write,
+ * so only what came after it is left - the replay request of a park behind a drain (same MessageId as the first:
+ * it derives from the session and the bound, which have not moved) and the completion. Parking again gave the
+ * message a second sequence and a second parked copy, and the replay ran its handler twice.
+ */
+function alreadyParked(m: InboundMessage, state: SessionState): Settlement {
+  return {
+    effects: [...(isBlocked(state) ? [] : drain(m, state)), { kind: 'complete' }],
+    signal: 'deferred',
+    note: `parked already with sequence ${state.ParkedBy?.DeferralSequence ?? '?'}: completed without parking again`,
   };
 }
 
@@ -1145,28 +1177,55 @@ export function advanceReplay(state: SessionState, m: InboundMessage): SessionSt
 }
 
 /**
- * The ReplayGap notice for the last copy of a pass when sequences between it and the pass's bound never came back
- * (a parked copy dead-lettered or expired on the Deferred subscription, a replayed copy dead-lettered by the
- * broker). Every copy of the pass came before the last one, so they are not late: they are lost, and waiting for
- * them would keep the session draining, parking every new message, forever. The notice goes to the Resolver,
- * which records it in the history and audit of this event; the lost events' rows keep showing Deferred.
+ * The ReplayGap notices a replayed copy owes before its cursor moves. Two kinds of gap:
+ * - before the copy: the cursor is below its own sequence, so the sequences between never came back ahead of it. A
+ *   pass sends its copies in sequence order, so they are not late: a parked copy deleted, dead-lettered or expired on
+ *   the Deferred subscription, or not visible to the pass (one that shows up later finds its sequence behind the
+ *   cursor and is completed without running). Before, the cursor moved past them with no notice at all, and the
+ *   operator lost track of the event; only a gap at the end of a pass was reported.
+ * - after the copy, when it is the last of its pass (ReplayPassEnd): the sequences between it and the pass's bound.
+ * Waiting for either would keep the session draining, parking every new message, forever. A notice goes to the
+ * Resolver, which records it in the history and audit of this event; the lost events' rows keep showing Deferred.
+ * A cursor write lost after a replayed copy's dead-letter shows here as a gap too (this side cannot tell the two
+ * apart); the Resolver then has that copy's dead-letter notification and this notice, in history only.
  */
 function replayGap(m: InboundMessage, state: SessionState, env: DecisionEnv): Effect[] {
   const s = m.replaySequence;
-  if (!m.replayPassEnd || s === undefined || m.replayUntil === undefined) return [];
-  const from = Math.max(state.NextReplaySequence, s + 1);
-  if (from >= m.replayUntil) return [];
-  return [gapNotice(m, env, from, m.replayUntil)];
+  if (s === undefined) return [];
+  const effects: Effect[] = [];
+  if (state.NextReplaySequence < s) effects.push(gapNotice(m, env, state.NextReplaySequence, s, { before: s }));
+  if (m.replayPassEnd && m.replayUntil !== undefined) {
+    const from = Math.max(state.NextReplaySequence, s + 1);
+    if (from < m.replayUntil) effects.push(gapNotice(m, env, from, m.replayUntil));
+  }
+  return effects;
 }
 
-function gapNotice(m: InboundMessage, env: DecisionEnv, from: number, until: number): Effect {
+/**
+ * The notice for parked sequences `from` to `until - 1` skipped. Its MessageId derives from the session and the range,
+ * so a notice sent again (a redelivery after a later settlement step failed) is the same message, which the Resolver
+ * records once (its audit is keyed by the notice's MessageId).
+ */
+function gapNotice(
+  m: InboundMessage,
+  env: DecisionEnv,
+  from: number,
+  until: number,
+  /** A gap found ahead of the copy with this sequence, mid-pass (not at the pass's end). */
+  at: { before: number } | undefined = undefined,
+): Effect {
   const range = until - from === 1 ? `sequence ${from}` : `sequences ${from} to ${until - 1}`;
+  const where =
+    at === undefined
+      ? `by the end of the replay pass up to ${until}`
+      : `ahead of sequence ${at.before} in its replay pass${m.replayUntil !== undefined ? ` up to ${m.replayUntil}` : ''}`;
   const description =
-    `parked ${range} of session ${m.sessionId ?? ''} did not come back by the end of the replay pass up to ${until} ` +
+    `parked ${range} of session ${m.sessionId ?? ''} did not come back ${where} ` +
     `(dead-lettered or expired on the way; see the Deferred subscription's dead-letter queue); skipped so the session goes on`;
   const notice = response(MessageType.ErrorResponse, m, env, {
     content: { EventContent: null, ErrorContent: { ErrorText: description, ErrorType: WireText.ReplayGap } },
     extra: { [Prop.DeadLetterReason]: WireText.ReplayGap, [Prop.DeadLetterErrorDescription]: description },
+    messageId: deriveId('replay-gap', env.endpointId, m.sessionId ?? '', from, until),
   });
   return { kind: 'send', message: notice, bestEffort: true };
 }

@@ -354,7 +354,7 @@ export class Dispatcher {
     } catch (error) {
       this.log.warn(
         { ...logFields(m), err: errorSummary(error) },
-        'replay cursor not advanced after a dead-lettered replayed copy; the pass-end marker will skip it',
+        'replay cursor not advanced after a dead-lettered replayed copy; the next copy or the pass end skips it with a ReplayGap notice',
       );
     }
   }
@@ -634,7 +634,7 @@ class StepAfterCompletion extends Error {
 function afterCompletionFailure(effect: Effect): string {
   // Only a replayed copy writes the session state after its dead-letter: its replay cursor (see deadLetterWith).
   if (effect.kind === 'setState')
-    return 'replay cursor not advanced after the dead-letter of a replayed copy; its pass end skips it with a ReplayGap notice';
+    return 'replay cursor not advanced after the dead-letter of a replayed copy; the next copy or its pass end skips it with a ReplayGap notice';
   if (effect.kind === 'schedule' && effect.message.applicationProperties[Prop.MessageType] === MessageType.RetryRequest)
     return (
       'the RetryRequest was not scheduled (its schedule failed after the message was completed): the event stays ' +

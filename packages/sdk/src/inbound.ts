@@ -10,6 +10,8 @@ export interface InboundMessage {
   correlationId?: string | undefined;
   enqueuedTime?: Date | undefined;
   deliveryCount?: number | undefined;
+  /** The broker's SequenceNumber (decimal): the same on every redelivery of one message, new on a re-publish. */
+  sequenceNumber?: string | undefined;
   /** Undefined when the MessageType property is missing or not a NimBus type. */
   messageType?: MessageType | undefined;
   /** Set when the property bag is not a valid NimBus bag; the message is dead-lettered with this reason. */
@@ -60,6 +62,8 @@ export interface ReceivedLike {
   correlationId?: string | number | Buffer | unknown;
   enqueuedTimeUtc?: Date;
   deliveryCount?: number;
+  /** A Long in @azure/service-bus; a number or bigint elsewhere. */
+  sequenceNumber?: unknown;
   /** As the client decoded it: a data section that is JSON arrives parsed, anything else as bytes or the value. */
   body?: unknown;
   contentType?: string;
@@ -113,6 +117,7 @@ export function fromReceived(message: ReceivedLike): InboundMessage {
     correlationId: idString(message.correlationId),
     enqueuedTime: message.enqueuedTimeUtc,
     deliveryCount: message.deliveryCount,
+    sequenceNumber: sequenceNumberString(message.sequenceNumber),
     retryCount: 0,
     content: decoded.content,
     bodyProblem: decoded.ok ? undefined : decoded.problem,
@@ -173,6 +178,17 @@ function str(v: unknown): string | undefined {
 function count(v: unknown): number | undefined {
   if (typeof v === 'number' && Number.isInteger(v) && v >= 0) return v;
   if (typeof v === 'string' && /^\d+$/.test(v.trim())) return Number(v.trim());
+  return undefined;
+}
+
+/** A Long (its toString is decimal), number, bigint or decimal string; undefined for anything else. */
+function sequenceNumberString(v: unknown): string | undefined {
+  if (typeof v === 'number' || typeof v === 'bigint') return String(v);
+  if (typeof v === 'string') return /^\d+$/.test(v) ? v : undefined;
+  if (typeof v === 'object' && v !== null && v.toString !== Object.prototype.toString) {
+    const text = String(v);
+    return /^\d+$/.test(text) ? text : undefined;
+  }
   return undefined;
 }
 

@@ -13,23 +13,32 @@ import type { PipelineBehavior } from './pipeline.ts';
 
 class FakePort implements DeliveryPort {
   log: string[] = [];
+  /** Every message that got out: its MessageId and properties. */
+  sent: Array<{ messageId: string; props: Record<string, unknown> }> = [];
+  /** The step (a log entry's start) the broker refuses. */
+  failOn?: string;
   constructor(public state: SessionState) {}
   async readState() {
     return this.state;
   }
   async writeState(s: SessionState) {
-    this.log.push(`setState r=${s.NextReplaySequence}`);
+    this.step(`setState r=${s.NextReplaySequence}`);
     this.state = s;
   }
-  async send(m: { applicationProperties: Record<string, unknown> }) {
+  async send(m: { messageId: string; applicationProperties: Record<string, unknown> }) {
     const p = m.applicationProperties;
-    this.log.push(`send ${p.MessageType}${p.ReplayUntil !== undefined ? ` until=${p.ReplayUntil}` : ''}`);
+    this.step(`send ${p.MessageType}${p.ReplayUntil !== undefined ? ` until=${p.ReplayUntil}` : ''}`);
+    this.sent.push({ messageId: m.messageId, props: p });
   }
   async schedule() {
     this.log.push('schedule');
   }
   async complete() {
-    this.log.push('complete');
+    this.step('complete');
+  }
+  private step(s: string) {
+    if (this.failOn !== undefined && s.startsWith(this.failOn)) throw new Error(`broker refused ${s}`);
+    this.log.push(s);
   }
   async deadLetter(reason: string) {
     this.log.push(`deadLetter ${reason}`);
@@ -125,5 +134,70 @@ describe('replayed copies settled by the catch ladder', () => {
       signal,
     );
     assert.deepEqual(fresh.log, ['deadLetter Tenant unknown', 'send ErrorResponse']);
+  });
+});
+
+describe('a parked copy missing in the middle of a pass', () => {
+  // Parked sequences 0, 1 and 2, one pass up to 3; sequence 0 came back, sequence 1 was lost on the Deferred
+  // subscription (deleted, dead-lettered, expired or not visible to the pass), so the next copy is sequence 2.
+  const copy = (sequence: number, passEnd: boolean) => ({
+    ...lastCopy,
+    messageId: `m${sequence}~parked~replayed`,
+    applicationProperties: {
+      ...lastCopy.applicationProperties,
+      EventId: `e${sequence}`,
+      ReplaySequence: sequence,
+      ReplayUntil: 3,
+      ...(passEnd ? { ReplayPassEnd: true } : {}),
+    },
+  });
+  const afterFirst = (): SessionState => ({
+    ...emptySessionState(),
+    NextReplaySequence: 1,
+    NextDeferralSequence: 3,
+    DeferredCount: 3,
+  });
+  const handled = () =>
+    new Dispatcher({ endpointId: 'billing', handlers: new HandlerRegistry().on('OrderPlaced', () => undefined) });
+  const notices = (port: FakePort) => port.sent.filter((m) => m.props.DeadLetterReason === 'ReplayGap');
+
+  for (const passEnd of [true, false]) {
+    test(`the copy after it (${passEnd ? 'ending' : 'not ending'} the pass) sends a ReplayGap notice for it, then runs`, async () => {
+      // Before: the cursor moved from 1 to 3 with no notice; only a gap after the pass's last copy was reported.
+      const port = new FakePort(afterFirst());
+      assert.equal(await handled().dispatch(copy(2, passEnd), port, signal), 'completed');
+      const [notice, ...more] = notices(port);
+      assert.ok(notice, `a ReplayGap notice: ${port.log.join(', ')}`);
+      assert.equal(more.length, 0, 'one notice');
+      assert.equal(notice.props.MessageType, 'ErrorResponse');
+      assert.equal(notice.props.EventId, 'e2', 'recorded on the event whose copy found the gap');
+      assert.match(
+        String(notice.props.DeadLetterErrorDescription),
+        /^parked sequence 1 of session s1 did not come back ahead of sequence 2 in its replay pass up to 3 /,
+      );
+      assert.deepEqual(port.log, ['send ErrorResponse', 'send ResolutionResponse', 'setState r=3', 'complete']);
+    });
+  }
+
+  test('the notice is one message: sent again by the redelivery with the same MessageId, and not after the cursor moved', async () => {
+    const port = new FakePort(afterFirst());
+    port.failOn = 'setState';
+    assert.equal(await handled().dispatch(copy(2, false), port, signal), 'transient');
+    port.failOn = 'complete';
+    assert.equal(await handled().dispatch(copy(2, false), port, signal), 'transient');
+    port.failOn = undefined;
+    assert.equal(await handled().dispatch(copy(2, false), port, signal), 'completed');
+    const ids = notices(port).map((m) => m.messageId);
+    assert.equal(ids.length, 2, 'the second redelivery finds the cursor past the gap: no notice');
+    assert.equal(ids[0], ids[1], 'the Resolver records it once (its audit is keyed by the MessageId)');
+    assert.equal(port.state.NextReplaySequence, 3);
+  });
+
+  test('copies in order send no notice', async () => {
+    const port = new FakePort({ ...afterFirst(), NextReplaySequence: 0 });
+    for (const [sequence, passEnd] of [[0, false], [1, false], [2, true]] as const)
+      assert.equal(await handled().dispatch(copy(sequence, passEnd), port, signal), 'completed');
+    assert.deepEqual(notices(port), []);
+    assert.equal(port.state.NextReplaySequence, 3);
   });
 });

@@ -218,7 +218,10 @@ export class SubscriberHost implements AsyncDisposable {
   /**
    * Stops accepting sessions and receiving, and closes what the host opened. A delivery whose handler already has
    * an outcome settles in full; a handler that honours ctx.signal stops without one and its message is redelivered
-   * later. Returns within about `acceptWaitMs` plus the settlements in flight (each broker call of which waits at
+   * later, as are the messages of a batch not started yet - except on their last delivery, where releasing the
+   * session would spend it and the broker dead-letter them silently (the Resolver row left Pending): such a message
+   * takes the budget path instead (the notification to the Resolver, then the SDK's own dead-letter; the
+   * dispatcher's cancelledOnLastDelivery). Returns within about `acceptWaitMs` plus the settlements in flight (each broker call of which waits at
    * most `operationTimeoutMs`); on a connection gone silent, within the settlements plus about twice
    * `operationTimeoutMs` (the accepts, then the closes).
    */

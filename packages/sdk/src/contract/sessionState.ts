@@ -109,6 +109,20 @@ export const sessionStateSchema = z.looseObject({
    * the operator resubmits or skips the event. Absent in state written before it existed: [].
    */
   PendingHandoffs: deliveryList(),
+  /**
+   * The delivery that last parked a message on this session: its MessageId, the broker's SequenceNumber of that
+   * delivery (a redelivery keeps it; a re-publish with the same MessageId gets a new one) and the DeferralSequence it
+   * was parked with. A park writes this state after the parked copy went out, then completes the delivery; when the
+   * completion fails (refused, the lock lost), the redelivery comes first in the session and finds itself here, so it
+   * is completed without parking again. Before, it was parked a second time under the next sequence, and the replay
+   * ran the event twice. Absent in state written before it existed, or unreadable: null (the redelivery parks again,
+   * as before).
+   */
+  ParkedBy: z
+    .looseObject({ MessageId: z.string(), SequenceNumber: z.string().optional(), DeferralSequence: count })
+    .nullable()
+    .catch(null)
+    .default(null),
 });
 export type SessionState = z.infer<typeof sessionStateSchema>;
 
@@ -124,6 +138,7 @@ export function emptySessionState(): SessionState {
     ReleasedBy: null,
     ReleasedBlocks: [],
     PendingHandoffs: [],
+    ParkedBy: null,
   };
 }
 
@@ -223,7 +238,8 @@ export function isEmptySessionState(state: SessionState): boolean {
     state.ReparkedUntil === 0 &&
     state.ReleasedBy == null &&
     state.ReleasedBlocks.length === 0 &&
-    state.PendingHandoffs.length === 0
+    state.PendingHandoffs.length === 0 &&
+    state.ParkedBy == null
   );
 }
 
