@@ -19,6 +19,7 @@
 import type { AuditEntry, MessageStore } from '../../lib/store/index.ts';
 import { ENDED_STATES, MAX_ERRORS_KEPT, type Job, type JobStore } from './jobs.ts';
 import type { SelectedRow } from './selection.ts';
+import { log } from '../log.ts';
 
 /** One event's outcome in a job's counts. */
 export type StepOutcome = { kind: 'done' } | { kind: 'refused'; status: number; detail: string } | { kind: 'failed'; status: number; detail: string };
@@ -144,8 +145,26 @@ export async function countLateReceipts(jobs: JobStore, store: MessageStore, ope
  * (countLateReceipts counts a cancel's listed rows). Conditional on the version read; a refused write is read again.
  * A running successor finds its next write refused and stops, as after a lost lease, keeping its own outcomes the
  * same way; the job resumes at the next scan. Answers how many it kept.
+ *
+ * A kept outcome of the other kind is not replaced (a refusal kept for a row this run could not send, or the
+ * reverse): the row is counted once either way, refused or failed - each kind is what a step of this job found, and
+ * both mean this job sent nothing for it then; which step came last is not known (the stalled run's may have been
+ * answered after the successor's), and a row the job did send counts done by its receipt at the cancel whatever is
+ * kept. So nothing is lost or counted twice, only the kind may be the other run's.
+ *
+ * The write of a running job moves its `runningMs` to the write's time, as the runner's progress saves do: the view
+ * adds the time since `updatedAt` to it (jobs.ts, jobView), and before, the late write moved `updatedAt` alone, so
+ * the job's running time dropped by the time since the successor's last save and its speed rose with it.
+ *
+ * Given up after LATE_COUNT_ATTEMPTS refused writes in a row (each one another run's write: a successor saving its
+ * progress), logged with the job and how many outcomes were not kept. The job stays as its writers left it, not
+ * ended, so the scans run it on: the rows are at or past its cursor (else nothing was left to add), and the run that
+ * holds it steps them again from the cursor and counts them itself - the Manager asked again, the send retried. They
+ * are lost for good only if the job is cancelled - or paused, then cancelled - before a run steps them: the cancel
+ * lists them as awaiting a receipt, and none comes (docs/failures.md).
  */
 export async function keepLateOutcomes(jobs: JobStore, operationId: string, lot: UncountedLot): Promise<number> {
+  let notKept = 0;
   for (let attempt = 0; attempt < LATE_COUNT_ATTEMPTS; attempt++) {
     const read = await jobs.read(operationId);
     if (!read || ENDED_STATES.has(read.job.state)) return 0;
@@ -157,8 +176,12 @@ export async function keepLateOutcomes(jobs: JobStore, operationId: string, lot:
       return o && o.kind !== 'done' && open ? [{ row, kind: o.kind, status: o.status, detail: o.detail }] : [];
     });
     if (added.length === 0) return 0;
+    notKept = added.length;
     job.pausedLot = [...(job.pausedLot ?? []), ...added].sort((a, b) => a.row - b.row);
-    if ((await jobs.save(job, etag)) !== undefined) return added.length;
+    const at = new Date();
+    if (job.state === 'running' && job.startedAt) job.runningMs += Math.max(0, at.getTime() - Date.parse(job.updatedAt));
+    if ((await jobs.save(job, etag, at)) !== undefined) return added.length;
   }
+  log.warn({ operationId, outcomes: notKept, attempts: LATE_COUNT_ATTEMPTS }, "a stopped operation run's refusals and send failures not kept: the job was written by another run before each write; the run holding it steps their rows again");
   return 0;
 }
