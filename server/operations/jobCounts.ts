@@ -11,8 +11,9 @@
 // finds it. A former holder whose lease ended during a lot (or while it wrote the operator's cancel or pause of it)
 // also counts, the same way, the rows of that lot it found refused or could not send and a successor's cancel listed:
 // no receipt shows those to the cancel. A run that stops with outcomes the job does not hold - that lot's refusals and
-// send failures, and those of lots it counted since its last write landed - whose write was refused because another
-// run wrote the job first, adds them to the newer job while it has not ended (keepLateOutcomes), where no run has
+// send failures, and those of lots it counted since its last write landed - its write refused because another run
+// wrote the job first, or not made (its lease seen lost, so no progress save) - adds them to the job as it is now
+// while it has not ended (keepLateOutcomes), where no run has
 // passed or kept their rows: a cancel counts them then, and a run that steps the rows again replaces or drops them
 // as it does a pause's kept lot. Re-deriving an ended job's counts from receipts on each read was the other way: a trail read per row on
 // every poll, and a receipt proves only done, not the refusals and send failures the job counted.
