@@ -137,3 +137,21 @@ test("a stopped run's late write of a paused job leaves runningMs: it was not ru
   assert.equal(await keepLateOutcomes(jobs, 'op', { from: 0, outcomes: [refused] }), 1);
   assert.equal(now().runningMs, 1_000);
 });
+
+// Before, a late outcome never replaced a kept one: a send failure an older run's pause kept, the job resumed, the
+// resumed run refused on that row and its write refused (a successor paused the job first), was counted failed -
+// the older step's kind, where a newer pause's lot replaces it (setPausedLot: the run that stepped the row last).
+test("a stopped run's late outcome replaces a kept outcome the run had read before stepping the row, and only that one", async () => {
+  const older = { row: 2, ...failed };
+  const { jobs, now } = storeOf(running(0, [older, { row: 3, ...failed }]));
+  const kept = await keepLateOutcomes(jobs, 'op', { from: 2, outcomes: [refused, refused], superseded: [older] });
+  assert.equal(kept, 1);
+  assert.deepEqual(now().pausedLot, [{ row: 2, ...refused }, { row: 3, ...failed }], 'row 3 was kept after the run read the job: it stands');
+});
+
+test("a stopped run's late outcome the same as the kept one writes nothing", async () => {
+  const same = { row: 2, ...refused };
+  const { jobs, writes } = storeOf(running(0, [same]));
+  assert.equal(await keepLateOutcomes(jobs, 'op', { from: 2, outcomes: [refused], superseded: [same] }), 0);
+  assert.equal(writes(), 0, "a successor's next write is not refused for nothing");
+});

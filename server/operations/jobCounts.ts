@@ -17,6 +17,7 @@
 // passed or kept their rows: a cancel counts them then, and a run that steps the rows again replaces or drops them
 // as it does a pause's kept lot. Re-deriving an ended job's counts from receipts on each read was the other way: a trail read per row on
 // every poll, and a receipt proves only done, not the refusals and send failures the job counted.
+import { isDeepStrictEqual } from 'node:util';
 import type { AuditEntry, MessageStore } from '../../lib/store/index.ts';
 import { ENDED_STATES, MAX_ERRORS_KEPT, type Job, type JobStore } from './jobs.ts';
 import type { SelectedRow } from './selection.ts';
@@ -99,6 +100,11 @@ const LATE_COUNT_ATTEMPTS = 5;
 export interface UncountedLot {
   from: number;
   outcomes: ReadonlyArray<StepOutcome | undefined>;
+  /**
+   * The kept outcomes (Job.pausedLot) of the job as the run read it when it started: older than the run's own step
+   * of those rows, so its late outcome replaces one still kept as it was (keepLateOutcomes).
+   */
+  superseded?: Job['pausedLot'];
 }
 
 /**
@@ -145,13 +151,18 @@ export async function countLateReceipts(jobs: JobStore, store: MessageStore, ope
  * What the job keeps already stands (a successor stepped those rows after this run did); so does an ended job
  * (countLateReceipts counts a cancel's listed rows). Conditional on the version read; a refused write is read again.
  * A running successor finds its next write refused and stops, as after a lost lease, keeping its own outcomes the
- * same way; the job resumes at the next scan. Answers how many it kept.
+ * same way; the job resumes at the next scan (why it does not re-read and carry on: docs/failures.md, "Left: that
+ * one scan's delay"). Answers how many it kept.
  *
- * A kept outcome of the other kind is not replaced (a refusal kept for a row this run could not send, or the
- * reverse): the row is counted once either way, refused or failed - each kind is what a step of this job found, and
- * both mean this job sent nothing for it then; which step came last is not known (the stalled run's may have been
- * answered after the successor's), and a row the job did send counts done by its receipt at the cancel whatever is
- * kept. So nothing is lost or counted twice, only the kind may be the other run's.
+ * A kept outcome is replaced only where it is still the one the run read when it started (`lot.superseded`): the
+ * run stepped the row after that, so its outcome is the newer, as a newer pause's lot replaces the kept one
+ * (setPausedLot). Before, it never replaced one: an older run's send failure kept by a pause, the job resumed, the
+ * resumed run refused on the row and its write refused (a successor paused it first), was counted failed - once, but
+ * of the older step's kind (jobCounts.test.ts, "replaces a kept outcome the run had read"). Any other kept outcome
+ * stands: a successor kept it after the run's read, and which of the two steps came last is not known (the stalled
+ * run's may have been answered after the successor's). Either way the row is counted once, refused or failed - both
+ * mean this job sent nothing for it then - and a row the job did send counts done by its receipt at the cancel
+ * whatever is kept.
  *
  * The write of a running job moves its `runningMs` to the write's time, as the runner's progress saves do: the view
  * adds the time since `updatedAt` to it (jobs.ts, jobView), and before, the late write moved `updatedAt` alone, so
@@ -170,18 +181,23 @@ export async function keepLateOutcomes(jobs: JobStore, operationId: string, lot:
     const read = await jobs.read(operationId);
     if (!read || ENDED_STATES.has(read.job.state)) return 0;
     const { job, etag } = read;
-    const kept = new Set((job.pausedLot ?? []).map((r) => r.row));
+    // Kept by someone after this run's read: stands. Kept as this run read it: older than its step, replaced.
+    const stale = (r: NonNullable<Job['pausedLot']>[number]) => (lot.superseded ?? []).some((s) => isDeepStrictEqual(s, r));
     const added = lot.outcomes.flatMap((o, i) => {
       const row = lot.from + i;
-      const open = row >= job.cursor && row < (job.inFlightTo ?? 0) && !kept.has(row);
+      const open = row >= job.cursor && row < (job.inFlightTo ?? 0) && !(job.pausedLot ?? []).some((r) => r.row === row && !stale(r));
       return o && o.kind !== 'done' && open ? [{ row, kind: o.kind, status: o.status, detail: o.detail }] : [];
     });
-    if (added.length === 0) return 0;
-    notKept = added.length;
-    job.pausedLot = [...(job.pausedLot ?? []), ...added].sort((a, b) => a.row - b.row);
+    const rows = new Set(added.map((r) => r.row));
+    const replaced = (job.pausedLot ?? []).filter((r) => rows.has(r.row));
+    // An outcome the same as the one kept changes nothing: no write (a successor's progress is not stopped for it).
+    const changes = added.filter((a) => !replaced.some((r) => isDeepStrictEqual(r, a)));
+    if (changes.length === 0) return 0;
+    notKept = changes.length;
+    job.pausedLot = [...(job.pausedLot ?? []).filter((r) => !rows.has(r.row)), ...added].sort((a, b) => a.row - b.row);
     const at = new Date();
     if (job.state === 'running' && job.startedAt) job.runningMs += Math.max(0, at.getTime() - Date.parse(job.updatedAt));
-    if ((await jobs.save(job, etag, at)) !== undefined) return added.length;
+    if ((await jobs.save(job, etag, at)) !== undefined) return changes.length;
   }
   log.warn({ operationId, outcomes: notKept, attempts: LATE_COUNT_ATTEMPTS }, "a stopped operation run's refusals and send failures not kept: the job was written by another run before each write; the run holding it steps their rows again");
   return 0;

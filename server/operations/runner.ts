@@ -120,12 +120,14 @@ const WANTS_TO_RUN = new Set(['queued', 'running', 'paused']);
  * What a run knows that the job may not hold: `sends`, set while it has handed the Manager commands since its last
  * write that landed; `lot`, the outcomes of a lot stopped uncounted - by its lease's end, or by the operator's cancel
  * or pause until their write lands (#runHeld, holdUncounted); `counted`, the refusals and send failures of the rows
- * it counted since its last write landed, by selection index.
+ * it counted since its last write landed, by selection index; `superseded`, the outcomes the job kept (pausedLot) as
+ * the run read it at its start - its own steps of those rows are newer (UncountedLot).
  */
 interface Unsaved {
   sends: boolean;
   lot?: UncountedLot;
   counted: Map<number, StepOutcome>;
+  superseded?: Job['pausedLot'];
 }
 
 /** The refusals and send failures a run knows and the job may not hold (Unsaved): its counted rows' and its lot's. */
@@ -133,11 +135,12 @@ function unsavedOutcomes(unsaved: Unsaved): UncountedLot | undefined {
   const byRow = new Map(unsaved.counted);
   const lot = unsaved.lot;
   lot?.outcomes.forEach((o, i) => o && o.kind !== 'done' && byRow.set(lot.from + i, o));
-  if (byRow.size === 0) return lot;
+  const superseded = unsaved.superseded;
+  if (byRow.size === 0) return lot && { ...lot, superseded };
   const from = Math.min(...byRow.keys(), lot?.from ?? Infinity);
   const outcomes: Array<StepOutcome | undefined> = [];
   for (const [row, o] of byRow) outcomes[row - from] = o;
-  return { from, outcomes };
+  return { from, outcomes, superseded };
 }
 
 export class OperationsRunner {
@@ -281,6 +284,7 @@ export class OperationsRunner {
     const read = await jobs.read(id);
     if (!read || !WANTS_TO_RUN.has(read.job.state)) return;
     const { job } = read;
+    unsaved.superseded = structuredClone(job.pausedLot);
     let version = read.etag;
     const stopSignal = AbortSignal.any([leaseLost, this.#stop.signal]);
     let lastSave = clock();
