@@ -5,7 +5,8 @@
 // in-memory stand-in for its store); the runner's side is in resume.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Job, JobStore } from './jobs.ts';
+import { jobView, type Job, type JobStore } from './jobs.ts';
+import { log, setConsoleLogSink } from '../log.ts';
 import { keepLateOutcomes, passPausedLot, pausedLotOutcomes, setPausedLot, type StepOutcome } from './jobCounts.ts';
 
 const refused: StepOutcome = { kind: 'refused', status: 409, detail: 'already sent by alice' };
@@ -50,26 +51,26 @@ test('the cursor passing part of a kept lot drops only the rows it passed', () =
 });
 
 /**
- * keepLateOutcomes' store: the job document and its version in memory; `beforeSave` runs once before the first
- * write is answered (another run writing first).
+ * keepLateOutcomes' store: the job document and its version in memory, each write stamping updatedAt as JobStore.save
+ * does; `beforeSave` runs before the first write is answered (another run writing first) - `everySave`: before each.
  */
-function storeOf(job: Job, beforeSave?: (job: Job) => void) {
+function storeOf(job: Job, beforeSave?: (job: Job) => void, { everySave = false } = {}) {
   let doc = structuredClone(job);
   let etag = 1;
   let writes = 0;
   const jobs = {
     read: async () => ({ job: structuredClone(doc), etag: String(etag) }),
-    save: async (j: Job, at: string) => {
-      if (writes++ === 0 && beforeSave) {
+    save: async (j: Job, version: string, at = new Date()) => {
+      if ((writes++ === 0 || everySave) && beforeSave) {
         beforeSave(doc);
         etag++;
       }
-      if (at !== String(etag)) return undefined;
-      doc = structuredClone(j);
+      if (version !== String(etag)) return undefined;
+      doc = { ...structuredClone(j), updatedAt: at.toISOString() };
       return String(++etag);
     },
   };
-  return { jobs: jobs as unknown as JobStore, now: () => doc };
+  return { jobs: jobs as unknown as JobStore, now: () => doc, writes: () => writes };
 }
 
 const running = (cursor: number, pausedLot?: Job['pausedLot']): Job => ({ operationId: 'op', state: 'running', cursor, inFlightTo: 4, ...(pausedLot ? { pausedLot } : {}) }) as Job;
@@ -92,4 +93,65 @@ test("a stopped run's late outcomes whose write is refused are merged into the n
   const { jobs, now } = storeOf(running(0), (doc) => (doc.pausedLot = [{ row: 2, ...failed }]));
   assert.equal(await keepLateOutcomes(jobs, 'op', { from: 2, outcomes: [refused, failed] }), 1);
   assert.deepEqual(now().pausedLot, [{ row: 2, ...failed }, { row: 3, ...failed }]);
+});
+
+// Before, the fifth refused write gave up with nothing logged: the outcomes were dropped unseen.
+test("a stopped run's late outcomes whose every write is refused are given up with a warning naming the job and their count, no details", async () => {
+  const { jobs, now, writes } = storeOf(running(0), (doc) => (doc.cursor = 0), { everySave: true });
+  const records: Array<Record<string, unknown>> = [];
+  const level = log.level;
+  setConsoleLogSink((record) => records.push(JSON.parse(record)));
+  log.level = 'warn';
+  try {
+    assert.equal(await keepLateOutcomes(jobs, 'op', { from: 1, outcomes: [refused, { kind: 'done' }, failed] }), 0);
+  } finally {
+    log.level = level;
+    setConsoleLogSink(undefined);
+  }
+  assert.equal(writes(), 5, 'five writes tried');
+  assert.equal(now().pausedLot, undefined);
+  const warned = records.filter((r) => r.operationId === 'op');
+  assert.equal(warned.length, 1, 'one warning');
+  assert.equal(warned[0]!.level, 40);
+  assert.equal(warned[0]!.outcomes, 2, 'the refusal and the send failure not kept');
+  assert.doesNotMatch(JSON.stringify(warned[0]), /already sent by alice|broker unavailable/, "no outcome's detail");
+});
+
+// Before, the late write moved updatedAt and left runningMs: the view (runningMs plus the time since updatedAt) lost
+// the time since the successor's last save, and the job's speed rose with it.
+test("a stopped run's late write of a running job moves runningMs with updatedAt, so the job's running time does not drop", async () => {
+  // The successor's last save, 10 s before: the view counts those 10 s as running.
+  const savedAt = new Date(Date.now() - 10_000).toISOString();
+  const before: Job = { ...running(0), startedAt: savedAt, updatedAt: savedAt, runningMs: 1_000, done: 10, refused: 0, failed: 0, total: 20 };
+  const { jobs, now } = storeOf(before);
+  assert.equal(await keepLateOutcomes(jobs, 'op', { from: 0, outcomes: [refused] }), 1);
+  const after = now();
+  assert.equal(after.runningMs - 1_000, Date.parse(after.updatedAt) - Date.parse(savedAt), 'runningMs moved by exactly the time updatedAt moved');
+  const at = Date.parse(after.updatedAt) + 1;
+  assert.equal(jobView(after, null, at).perSecond, jobView(before, null, at).perSecond, 'the speed the view shows is as without the write');
+});
+
+test("a stopped run's late write of a paused job leaves runningMs: it was not running", async () => {
+  const savedAt = '2026-01-01T00:00:00.000Z';
+  const { jobs, now } = storeOf({ ...running(0), state: 'paused', startedAt: savedAt, updatedAt: savedAt, runningMs: 1_000 });
+  assert.equal(await keepLateOutcomes(jobs, 'op', { from: 0, outcomes: [refused] }), 1);
+  assert.equal(now().runningMs, 1_000);
+});
+
+// Before, a late outcome never replaced a kept one: a send failure an older run's pause kept, the job resumed, the
+// resumed run refused on that row and its write refused (a successor paused the job first), was counted failed -
+// the older step's kind, where a newer pause's lot replaces it (setPausedLot: the run that stepped the row last).
+test("a stopped run's late outcome replaces a kept outcome the run had read before stepping the row, and only that one", async () => {
+  const older = { row: 2, ...failed };
+  const { jobs, now } = storeOf(running(0, [older, { row: 3, ...failed }]));
+  const kept = await keepLateOutcomes(jobs, 'op', { from: 2, outcomes: [refused, refused], superseded: [older] });
+  assert.equal(kept, 1);
+  assert.deepEqual(now().pausedLot, [{ row: 2, ...refused }, { row: 3, ...failed }], 'row 3 was kept after the run read the job: it stands');
+});
+
+test("a stopped run's late outcome the same as the kept one writes nothing", async () => {
+  const same = { row: 2, ...refused };
+  const { jobs, writes } = storeOf(running(0, [same]));
+  assert.equal(await keepLateOutcomes(jobs, 'op', { from: 2, outcomes: [refused], superseded: [same] }), 0);
+  assert.equal(writes(), 0, "a successor's next write is not refused for nothing");
 });

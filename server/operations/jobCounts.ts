@@ -11,14 +11,17 @@
 // finds it. A former holder whose lease ended during a lot (or while it wrote the operator's cancel or pause of it)
 // also counts, the same way, the rows of that lot it found refused or could not send and a successor's cancel listed:
 // no receipt shows those to the cancel. A run that stops with outcomes the job does not hold - that lot's refusals and
-// send failures, and those of lots it counted since its last write landed - whose write was refused because another
-// run wrote the job first, adds them to the newer job while it has not ended (keepLateOutcomes), where no run has
+// send failures, and those of lots it counted since its last write landed - its write refused because another run
+// wrote the job first, or not made (its lease seen lost, so no progress save) - adds them to the job as it is now
+// while it has not ended (keepLateOutcomes), where no run has
 // passed or kept their rows: a cancel counts them then, and a run that steps the rows again replaces or drops them
 // as it does a pause's kept lot. Re-deriving an ended job's counts from receipts on each read was the other way: a trail read per row on
 // every poll, and a receipt proves only done, not the refusals and send failures the job counted.
+import { isDeepStrictEqual } from 'node:util';
 import type { AuditEntry, MessageStore } from '../../lib/store/index.ts';
 import { ENDED_STATES, MAX_ERRORS_KEPT, type Job, type JobStore } from './jobs.ts';
 import type { SelectedRow } from './selection.ts';
+import { log } from '../log.ts';
 
 /** One event's outcome in a job's counts. */
 export type StepOutcome = { kind: 'done' } | { kind: 'refused'; status: number; detail: string } | { kind: 'failed'; status: number; detail: string };
@@ -97,6 +100,11 @@ const LATE_COUNT_ATTEMPTS = 5;
 export interface UncountedLot {
   from: number;
   outcomes: ReadonlyArray<StepOutcome | undefined>;
+  /**
+   * The kept outcomes (Job.pausedLot) of the job as the run read it when it started: older than the run's own step
+   * of those rows, so its late outcome replaces one still kept as it was (keepLateOutcomes).
+   */
+  superseded?: Job['pausedLot'];
 }
 
 /**
@@ -143,22 +151,54 @@ export async function countLateReceipts(jobs: JobStore, store: MessageStore, ope
  * What the job keeps already stands (a successor stepped those rows after this run did); so does an ended job
  * (countLateReceipts counts a cancel's listed rows). Conditional on the version read; a refused write is read again.
  * A running successor finds its next write refused and stops, as after a lost lease, keeping its own outcomes the
- * same way; the job resumes at the next scan. Answers how many it kept.
+ * same way; the job resumes at the next scan (why it does not re-read and carry on: docs/failures.md, "Left: that
+ * one scan's delay"). Answers how many it kept.
+ *
+ * A kept outcome is replaced only where it is still the one the run read when it started (`lot.superseded`): the
+ * run stepped the row after that, so its outcome is the newer, as a newer pause's lot replaces the kept one
+ * (setPausedLot). Before, it never replaced one: an older run's send failure kept by a pause, the job resumed, the
+ * resumed run refused on the row and its write refused (a successor paused it first), was counted failed - once, but
+ * of the older step's kind (jobCounts.test.ts, "replaces a kept outcome the run had read"). Any other kept outcome
+ * stands: a successor kept it after the run's read, and which of the two steps came last is not known (the stalled
+ * run's may have been answered after the successor's). Either way the row is counted once, refused or failed - both
+ * mean this job sent nothing for it then - and a row the job did send counts done by its receipt at the cancel
+ * whatever is kept.
+ *
+ * The write of a running job moves its `runningMs` to the write's time, as the runner's progress saves do: the view
+ * adds the time since `updatedAt` to it (jobs.ts, jobView), and before, the late write moved `updatedAt` alone, so
+ * the job's running time dropped by the time since the successor's last save and its speed rose with it.
+ *
+ * Given up after LATE_COUNT_ATTEMPTS refused writes in a row (each one another run's write: a successor saving its
+ * progress), logged with the job and how many outcomes were not kept. The job stays as its writers left it, not
+ * ended, so the scans run it on: the rows are at or past its cursor (else nothing was left to add), and the run that
+ * holds it steps them again from the cursor and counts them itself - the Manager asked again, the send retried. They
+ * are lost for good only if the job is cancelled - or paused, then cancelled - before a run steps them: the cancel
+ * lists them as awaiting a receipt, and none comes (docs/failures.md).
  */
 export async function keepLateOutcomes(jobs: JobStore, operationId: string, lot: UncountedLot): Promise<number> {
+  let notKept = 0;
   for (let attempt = 0; attempt < LATE_COUNT_ATTEMPTS; attempt++) {
     const read = await jobs.read(operationId);
     if (!read || ENDED_STATES.has(read.job.state)) return 0;
     const { job, etag } = read;
-    const kept = new Set((job.pausedLot ?? []).map((r) => r.row));
+    // Kept by someone after this run's read: stands. Kept as this run read it: older than its step, replaced.
+    const stale = (r: NonNullable<Job['pausedLot']>[number]) => (lot.superseded ?? []).some((s) => isDeepStrictEqual(s, r));
     const added = lot.outcomes.flatMap((o, i) => {
       const row = lot.from + i;
-      const open = row >= job.cursor && row < (job.inFlightTo ?? 0) && !kept.has(row);
+      const open = row >= job.cursor && row < (job.inFlightTo ?? 0) && !(job.pausedLot ?? []).some((r) => r.row === row && !stale(r));
       return o && o.kind !== 'done' && open ? [{ row, kind: o.kind, status: o.status, detail: o.detail }] : [];
     });
-    if (added.length === 0) return 0;
-    job.pausedLot = [...(job.pausedLot ?? []), ...added].sort((a, b) => a.row - b.row);
-    if ((await jobs.save(job, etag)) !== undefined) return added.length;
+    const rows = new Set(added.map((r) => r.row));
+    const replaced = (job.pausedLot ?? []).filter((r) => rows.has(r.row));
+    // An outcome the same as the one kept changes nothing: no write (a successor's progress is not stopped for it).
+    const changes = added.filter((a) => !replaced.some((r) => isDeepStrictEqual(r, a)));
+    if (changes.length === 0) return 0;
+    notKept = changes.length;
+    job.pausedLot = [...(job.pausedLot ?? []).filter((r) => !rows.has(r.row)), ...added].sort((a, b) => a.row - b.row);
+    const at = new Date();
+    if (job.state === 'running' && job.startedAt) job.runningMs += Math.max(0, at.getTime() - Date.parse(job.updatedAt));
+    if ((await jobs.save(job, etag, at)) !== undefined) return changes.length;
   }
+  log.warn({ operationId, outcomes: notKept, attempts: LATE_COUNT_ATTEMPTS }, "a stopped operation run's refusals and send failures not kept: the job was written by another run before each write; the run holding it steps their rows again");
   return 0;
 }

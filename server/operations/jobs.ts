@@ -339,9 +339,10 @@ export class JobStore {
    * someone wrote the job since: a replica that took the lease
    * over while this one, slow or paused past the lease's expiry, had not yet seen it end. Its write would put its
    * older progress over the new holder's (last writer wins), so it is refused, and the caller has lost the job.
+   * `at`: the write's time (updatedAt), for a writer that moves `runningMs` to it (jobCounts.ts, keepLateOutcomes).
    */
-  async save(job: Job, etag: string): Promise<string | undefined> {
-    job.updatedAt = new Date().toISOString();
+  async save(job: Job, etag: string, at = new Date()): Promise<string | undefined> {
+    job.updatedAt = at.toISOString();
     return this.docs.writeVersion(jobDoc(job.operationId), job, etag);
   }
 

@@ -1309,8 +1309,14 @@ test("a lot stopped by the operator's cancel, the cancel's receipt read throwing
     await over; // the holder's run has ended and given the lease back: whatever it logged is in `records`
     await holder.stop();
     const logged = records.filter((r) => r.operationId === job.operationId && r.err === 'simulated Cosmos 503 on the keeping write');
-    assert.equal(logged.length, 1, "the keeping write's failure is logged once");
-    assert.deepEqual(Object.keys(logged[0]!).filter((k) => !['level', 'time', 'pid', 'hostname', 'name', 'msg', 'operationId', 'err'].includes(k)), [], 'nothing but the job and the error');
+    // The write keeping the lot, then the run's late keep of the same outcomes as it ends (keepLateOutcomes: a run
+    // that stops without its write landing tries once more), each logged once.
+    assert.deepEqual(
+      logged.map((r) => r.msg),
+      ["operation's progress not written after its cancel's receipt read failed", 'refusals and send failures of a stopped operation run not kept'],
+      "the keeping write's failure is logged once, and so is the late keep's",
+    );
+    for (const r of logged) assert.deepEqual(Object.keys(r).filter((k) => !['level', 'time', 'pid', 'hostname', 'name', 'msg', 'operationId', 'err'].includes(k)), [], 'nothing but the job and the error');
     assert.equal((await jobs.get(job.operationId))?.pausedLot, undefined, 'the lot was not kept: its write threw');
   } finally {
     log.level = level;
@@ -1399,6 +1405,59 @@ test("a cancel read between lots of a resumed run, its receipt read throwing, ke
   } finally {
     await runner.stop();
     resumed.docs.close();
+  }
+});
+
+// Before, a run that stopped without a write of its own - its lease seen lost before a lot, so no progress save -
+// added nothing late: only a refused write did. Under a rate limit the in-flight mark runs ahead of the cursor, and
+// the refusal counted since the last save was only in the run's memory; a cancel before any run stepped the row again
+// listed it as awaiting a receipt: done 1, refused 0, awaiting [1, 2, 3], where it is 1, 1 and [2, 3]. The run's
+// clock (`now`) stands still, so it saves no progress after its mark; its lease store says the lease is gone once
+// `hers` was answered, and its clock is then past the lease's expiry, so the next lot is not sent - no timing.
+test("a run that stops without a write, its lease seen lost, keeps the refusals it counted since its last save for a cancel", { timeout: 120_000 }, async () => {
+  const ids = await seedFailed('stopnowrite', 4);
+  const [, hers] = ids;
+  const jobs = jobStore((docs) => new JobStore(docs));
+  const rows = await freezeSelection(stack.store, { endpointId: EP, eventIds: ids }, { all: true });
+  // 10 a second: lots of one, and one in-flight mark (0.5 s of commands ahead) covering all four rows.
+  const job = await jobs.create({ kind: 'resubmit', selection: { endpointId: EP, eventIds: ids }, rows, startedBy: 'tester', ratePerSecond: 10 });
+  assert.equal((await manager.execute(EP, hers!, { kind: 'resubmit' }, 'alice')).outcome, 'sent');
+  let lost = false;
+  class LostAfterHers extends LeaseStore {
+    override async renew(...args: Parameters<LeaseStore['renew']>): ReturnType<LeaseStore['renew']> {
+      return lost ? undefined : super.renew(...args);
+    }
+  }
+  class LosesLeaseAtHers extends Manager {
+    override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
+      const answers = await super.executeMany(...args);
+      if (args[0].some((t) => t.eventId === hers)) lost = true;
+      return answers;
+    }
+  }
+  const losing = new LosesLeaseAtHers({ store: stack.store, client: stack.serviceBus.client });
+  let released!: () => void;
+  const over = new Promise<void>((r) => (released = r));
+  const leases = tellsRelease(new LostAfterHers(stack.store.database, { now: () => Date.now() + (lost ? 3_600_000 : 0) }), () => job.operationId, released);
+  const runner = new OperationsRunner({ store: stack.store, jobs, leases, manager: losing, scanEveryMs: 3_600_000, now: () => 0 });
+  try {
+    runner.kick();
+    await over; // the run has stopped and given its lease back
+    await runner.stop();
+    const left = (await jobs.get(job.operationId))!;
+    assert.deepEqual([left.state, left.cursor, left.inFlightTo, left.done, left.refused], ['running', 0, 4, 0, 0], 'no progress saved after the mark');
+    assert.deepEqual(await Promise.all(ids.map((id) => resubmitsOf(id, job.operationId))), [1, 0, 0, 0], 'the run sent the first lot and stopped before the third');
+
+    await jobs.setControl(job.operationId, 'cancel', 'operator');
+    await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), job.operationId, 'cancelled');
+    const end = (await jobs.get(job.operationId))!;
+    assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 1, refused: 1, failed: 0 }, "the stopped run's refusal is counted");
+    assert.deepEqual([end.refusals?.map((r) => r.eventId), end.awaitingReceipt], [[hers], [2, 3]]);
+    assert.match(end.refusals![0]!.detail, /already sent by alice/);
+  } finally {
+    await runner.stop();
+    await losing.close();
+    jobs.docs.close();
   }
 });
 

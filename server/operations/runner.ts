@@ -18,7 +18,8 @@
 // written it since (a conditional write), or else counted by this run into a successor's cancel that listed them
 // (keepUncounted), or - the job not ended yet - added to the successor's version once the run is over, where no run
 // has passed or kept their rows (#run, keepLateOutcomes): a successor that carries the job on steps the lot again and
-// counts them itself. #step's waits
+// counts them itself. So are those of the lots a run counted since its last write landed, however it stopped (a
+// refused write, or none made: its lease seen lost before a progress save). #step's waits
 // on a claim being sent elsewhere also read the operator's wish, so a cancel or pause stops the lot there rather
 // than after up to 44 s of retries. Known limit: the batch handed to the broker before the
 // check said no still lands, however late its send returns (up to SEND_TIMEOUT_MS after the check) - one batch at
@@ -119,14 +120,14 @@ const WANTS_TO_RUN = new Set(['queued', 'running', 'paused']);
  * What a run knows that the job may not hold: `sends`, set while it has handed the Manager commands since its last
  * write that landed; `lot`, the outcomes of a lot stopped uncounted - by its lease's end, or by the operator's cancel
  * or pause until their write lands (#runHeld, holdUncounted); `counted`, the refusals and send failures of the rows
- * it counted since its last write landed, by selection index; `refused`, set once a write of it was refused (another
- * run wrote the job first).
+ * it counted since its last write landed, by selection index; `superseded`, the outcomes the job kept (pausedLot) as
+ * the run read it at its start - its own steps of those rows are newer (UncountedLot).
  */
 interface Unsaved {
   sends: boolean;
   lot?: UncountedLot;
   counted: Map<number, StepOutcome>;
-  refused: boolean;
+  superseded?: Job['pausedLot'];
 }
 
 /** The refusals and send failures a run knows and the job may not hold (Unsaved): its counted rows' and its lot's. */
@@ -134,11 +135,12 @@ function unsavedOutcomes(unsaved: Unsaved): UncountedLot | undefined {
   const byRow = new Map(unsaved.counted);
   const lot = unsaved.lot;
   lot?.outcomes.forEach((o, i) => o && o.kind !== 'done' && byRow.set(lot.from + i, o));
-  if (byRow.size === 0) return lot;
+  const superseded = unsaved.superseded;
+  if (byRow.size === 0) return lot && { ...lot, superseded };
   const from = Math.min(...byRow.keys(), lot?.from ?? Infinity);
   const outcomes: Array<StepOutcome | undefined> = [];
   for (const [row, o] of byRow) outcomes[row - from] = o;
-  return { from, outcomes };
+  return { from, outcomes, superseded };
 }
 
 export class OperationsRunner {
@@ -226,24 +228,30 @@ export class OperationsRunner {
   }
 
   /**
-   * Runs the job while the lease is held; then, when a write of the run was refused (another run wrote the job
-   * first), keeps on the job the refusals and send failures it knows and the job does not hold - of a lot its lease's
-   * end or the operator's stop left uncounted (`unsaved.lot`), and of the lots it counted since its last write landed
-   * - where the job has not ended and no run has passed or kept their rows (jobCounts.ts, keepLateOutcomes): no
-   * receipt shows them, and a successor's cancel made later would list them as awaiting one. Before, they were
-   * counted only if that cancel had landed by the time this run ended (resume.test.ts, "a successor that took it over
-   * paused", "a successor with smaller lots cancelled after its first"). And when the run handed the Manager commands
+   * Runs the job while the lease is held; then, when the run stopped holding refusals and send failures the job does
+   * not - of a lot its lease's end or the operator's stop left uncounted (`unsaved.lot`), and of the lots it counted
+   * since its last write landed - keeps them on the job where it has not ended and no run has passed or kept their
+   * rows (jobCounts.ts, keepLateOutcomes): no receipt shows them, and a cancel made later would list them as awaiting
+   * one. Before, they were counted only if that cancel had landed by the time this run ended (resume.test.ts, "a
+   * successor that took it over paused", "a successor with smaller lots cancelled after its first"). Whatever stopped
+   * the run: a write of it refused (another run wrote the job first), or no write made - its lease seen lost before a
+   * lot, or at the loop's top, so no progress save; a write that threw, the store not answering. Before, only a refused
+   * write added them, and a run that stopped without a write left the lots counted since its last save (under a rate
+   * limit the in-flight mark runs ahead of the cursor) to the successor stepping them again - a cancel before that
+   * listed them as awaiting a receipt (resume.test.ts, "a run that stops without a write"). Here the run may still hold
+   * its lease (its expiry only near), so no successor has read the job yet; one that has finds its next write refused
+   * and stops, as after any late write. And when the run handed the Manager commands
    * whose counts it never wrote (it stopped - lost its lease, its write refused - after their receipts were written),
    * counts those of them, and those outcomes, that a successor's cancel listed as awaiting their receipt: the job
    * ended without them.
    */
   async #run(id: string, lease: HeldLease): Promise<void> {
-    const unsaved: Unsaved = { sends: false, counted: new Map(), refused: false };
+    const unsaved: Unsaved = { sends: false, counted: new Map() };
     try {
       await this.#runHeld(id, lease, unsaved);
     } finally {
       const known = unsavedOutcomes(unsaved);
-      if (unsaved.refused && known?.outcomes.some((o) => o && o.kind !== 'done')) await this.#keepLate(id, known);
+      if (known?.outcomes.some((o) => o && o.kind !== 'done')) await this.#keepLate(id, known);
       if (unsaved.sends || unsaved.lot) await this.#countLate(id, 'operation ended by another replica: the commands this one sent late, or found refused or unsent, are counted in it', known);
     }
   }
@@ -251,7 +259,7 @@ export class OperationsRunner {
   /** keepLateOutcomes, its outcome logged. Never throws, as #countLate: the late count still follows it. */
   async #keepLate(id: string, known: UncountedLot): Promise<void> {
     await keepLateOutcomes(this.#o.jobs, id, known).then(
-      (n) => n > 0 && log.info({ operationId: id, kept: n }, 'operation written by another replica first: the refusals and send failures this one knew are kept on it'),
+      (n) => n > 0 && log.info({ operationId: id, kept: n }, 'operation run stopped: the refusals and send failures it knew and the job did not hold are kept on it'),
       (err) => log.warn({ operationId: id, err: err instanceof Error ? err.message : String(err) }, 'refusals and send failures of a stopped operation run not kept'),
     );
   }
@@ -276,6 +284,7 @@ export class OperationsRunner {
     const read = await jobs.read(id);
     if (!read || !WANTS_TO_RUN.has(read.job.state)) return;
     const { job } = read;
+    unsaved.superseded = structuredClone(job.pausedLot);
     let version = read.etag;
     const stopSignal = AbortSignal.any([leaseLost, this.#stop.signal]);
     let lastSave = clock();
@@ -287,7 +296,6 @@ export class OperationsRunner {
       const next = await jobs.save(job, version);
       if (next === undefined) {
         log.warn({ operationId: id }, 'operation was written by another replica since this one read it (its lease was lost): stopping it here');
-        unsaved.refused = true;
         return false;
       }
       version = next;
