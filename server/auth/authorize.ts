@@ -72,6 +72,12 @@ export interface AuthorizeOptions {
   effects?: boolean;
 }
 
+/**
+ * Who a change is made for, as the event's history records it (server/manager/commands.ts Auditor): the display
+ * name shown and the stable id (`user:<oid>`, `service:<id>`) that tells two people of one name apart.
+ */
+export const actorOf = (who: Pick<Authorized, 'user' | 'principal'>): { name: string; id: string } => ({ name: who.user, id: principalKey(who.principal) });
+
 /** The roles a principal holds: everything while NIMBUS_AUTH=off, else its claims through the mapping plus grants. */
 async function rolesOf(principal: Principal, ctx: ConsoleContext): Promise<RoleAssignment[]> {
   if (principal.kind === 'anonymous') {
@@ -197,6 +203,7 @@ async function refuse(
           endpointId,
           type: 'Denied',
           auditor: who.name.slice(0, 256) || who.id.slice(0, 256),
+          auditorId: principalKey(who).slice(0, 256),
           comment: `${action} refused (${r.status}): ${r.detail}`.slice(0, 4096),
         })
         .catch((err: unknown) => log.error({ err: errText(err) }, 'could not write the denied attempt to the event trail'));
