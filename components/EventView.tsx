@@ -430,7 +430,8 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
                   <li key={a.id}>
                     <div className="flex flex-wrap gap-2">
                       <span className="font-medium">{a.type}</span>
-                      <span className="text-slate-500">by {a.auditor}</span>
+                      {/* The id (Entra oid, service or key id) on hover: two people may share a display name. */}
+                      <span className="text-slate-500" title={a.auditorId}>by {a.auditor}</span>
                       <Timestamp at={a.at} />
                       {/* The Audit page names this act differently (resubmit, handoff…): the link filters it there. */}
                       <Link href={auditLogHref(eventId, a.type)} className="text-xs text-sky-700 hover:underline">

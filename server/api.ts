@@ -3,6 +3,7 @@ import type { ConsoleContext } from './context.ts';
 import { describeError, HttpError, notFound } from './http.ts';
 import { log } from './log.ts';
 import type { CommandResult, CommandTarget } from './manager/manager.ts';
+import type { Auditor } from './manager/commands.ts';
 
 export function requireEndpoint(ctx: ConsoleContext, endpointId: string): void {
   if (!ctx.catalog.endpoints.some((e) => e.id === endpointId))
@@ -38,7 +39,7 @@ export async function runBulk(
   endpointId: string,
   eventIds: string[],
   spec: { kind: 'resubmit' } | { kind: 'skip' },
-  auditor: string,
+  auditor: Auditor,
 ): Promise<BulkResult> {
   const unique = [...new Set(eventIds)];
   // Without a session the event is decided as execute() decides it (which also finds an unknown event's 404).

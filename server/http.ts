@@ -11,10 +11,13 @@ export class HttpError extends Error {
   override readonly name = 'HttpError';
   readonly status: number;
   readonly detail: string;
-  constructor(status: number, error: string, detail: string) {
+  /** Headers the answer carries (a 429's Retry-After). */
+  readonly headers: Record<string, string> | undefined;
+  constructor(status: number, error: string, detail: string, headers?: Record<string, string>) {
     super(error);
     this.status = status;
     this.detail = detail;
+    this.headers = headers;
   }
 }
 
@@ -37,7 +40,7 @@ const isNamed = (err: unknown, name: string): err is Error => err instanceof Err
 export function describeError(err: unknown): { status: number; error: string; detail: string; headers?: Record<string, string>; internal?: true } {
   if (err instanceof HttpError || (isNamed(err, 'HttpError') && typeof (err as HttpError).status === 'number')) {
     const e = err as HttpError;
-    return { status: e.status, error: e.message, detail: e.detail };
+    return { status: e.status, error: e.message, detail: e.detail, ...(e.headers ? { headers: e.headers } : {}) };
   }
   if (err instanceof StoreInputError || isNamed(err, 'StoreInputError')) return { status: 400, error: 'bad request', detail: err.message };
   if (err instanceof ConfigError || isNamed(err, 'ConfigError') || isNamed(err, 'CatalogError'))

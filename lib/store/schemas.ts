@@ -208,6 +208,11 @@ export const auditWriteSchema = z.object({
   eventTypeId: z.string().max(260).nullable().default(null),
   type: z.string().min(1).max(64),
   auditor: z.string().min(1).max(256),
+  /**
+   * The auditor's stable id (`user:<oid>`, `service:<client or key id>`): a display name is shared by two people and
+   * changes in Entra, the id does neither. Absent on entries written before it was recorded, and on the platform's own.
+   */
+  auditorId: z.string().min(1).max(256).optional(),
   comment: z.string().max(4096).nullable().default(null),
   /** Small structured detail (the changed body, the stale message id…), kept under 4 KB. */
   data: z.string().max(4096).nullable().default(null),

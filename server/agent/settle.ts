@@ -7,21 +7,21 @@
 // settlement with a different error text or note is refused by the Manager itself (409, saying when the first was
 // sent, and by whom only to a caller who may read the event's audit trail: an Agent-only caller is told "another
 // principal" - docs/agents.md).
-import type { Authorized } from '../auth/authorize.ts';
+import { actorOf, type Authorized } from '../auth/authorize.ts';
 import { inScope, scopeOf } from '../auth/readScope.ts';
 import type { ConsoleContext } from '../context.ts';
 import { conflict } from '../http.ts';
 import type { CommandResult } from '../manager/manager.ts';
 import type { SettleBody } from './schemas.ts';
 
-export async function settleHandoff(ctx: ConsoleContext, body: SettleBody, who: Pick<Authorized, 'user' | 'assignments'>): Promise<CommandResult> {
+export async function settleHandoff(ctx: ConsoleContext, body: SettleBody, who: Pick<Authorized, 'user' | 'principal' | 'assignments'>): Promise<CommandResult> {
   const spec =
     body.outcome === 'completed'
       ? { kind: 'handoffComplete' as const, messageId: body.messageId, note: body.note, result: body.result }
       : { kind: 'handoffFail' as const, messageId: body.messageId, errorText: body.errorText!, errorType: body.errorType };
   // An Operator (or Reader) on the endpoint reads the names in the event's audit trail anyway; an Agent role does not.
   const mayReadAudits = inScope(scopeOf(who.assignments), body.endpointId);
-  const r = await ctx.manager.execute(body.endpointId, body.eventId, spec, who.user, undefined, { mayReadAudits });
+  const r = await ctx.manager.execute(body.endpointId, body.eventId, spec, actorOf(who), undefined, { mayReadAudits });
   if (r.outcome === 'duplicate')
     throw conflict(`the handoff of event ${body.eventId} is already settled (${body.outcome === 'completed' ? 'completion' : 'failure'} ${r.messageId} was sent)`);
   return r;

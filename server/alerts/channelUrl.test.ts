@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { noticeOf, sendNotice } from './channels.ts';
 import type { AlertDoc, ChannelDoc } from './model.ts';
 import { ALERTS_KEY_ENV, alertsKey, seal } from './secrets.ts';
-import { startWebhookReceiver } from './testing.ts';
+import { startSmtpReceiver, startWebhookReceiver } from './testing.ts';
 
 const env = { [ALERTS_KEY_ENV]: randomBytes(32).toString('base64') };
 
@@ -70,5 +70,60 @@ test('a stored plain-http URL to this machine still sends', async () => {
     assert.equal(receiver.received.length, 1);
   } finally {
     await receiver.close();
+  }
+});
+
+// The console's own servers on this machine (the embedded Cosmos, the Service Bus emulator, the console) and metadata
+// addresses are never a notice's target (channelTarget.ts). A receiver stands in for the embedded server here, so
+// "nothing reached it" is observed, not assumed: the console's settings name its port as the Cosmos endpoint's.
+const ownServerEnv = (url: string) => ({ ...env, NIMBUS_COSMOS_ENDPOINT: url });
+const OWN_SERVER = /a port of the console's own servers on this machine .*: refused, nothing was sent/;
+
+test("a stored URL aimed at a port of the console's own servers is refused at send time, and nothing reaches it", async () => {
+  const embedded = await startWebhookReceiver();
+  try {
+    const port = new URL(embedded.url).port;
+    // Before, each of these was sent: the console's own POST landed on its embedded server.
+    for (const url of [`${embedded.url}/dbs/nimbus/colls`, `http://localhost:${port}/x`, `https://[::ffff:127.0.0.1]:${port}/x`, `https://0.0.0.0:${port}/x`])
+      await assert.rejects(sendNotice(storedSlack(url), notice, { env: ownServerEnv(embedded.url) }), { message: new RegExp(`channel 'old-slack' \\(slack\\): the URL names ${OWN_SERVER.source}`) }, url);
+    assert.equal(embedded.received.length, 0);
+    // Another loopback port still sends (the local receivers of tests and a developer's machine).
+    const other = await startWebhookReceiver();
+    try {
+      await sendNotice(storedSlack(`${other.url}/slack`), notice, { env: ownServerEnv(embedded.url) });
+      assert.equal(other.received.length, 1);
+    } finally {
+      await other.close();
+    }
+  } finally {
+    await embedded.close();
+  }
+});
+
+test('a stored URL naming a link-local or cloud metadata address is refused at send time, on any port', async () => {
+  // Before, the console tried to connect (and with a metadata service there, would have posted to it).
+  for (const url of ['https://169.254.169.254/latest/meta-data/', 'https://[fd00:ec2::254]/', 'https://[::ffff:169.254.169.254]:8443/', 'https://[fe80::1]/'])
+    await assert.rejects(sendNotice(storedSlack(url), notice, { env, timeoutMs: 2000 }), { message: /the URL names a link-local or cloud metadata address .*: refused, nothing was sent/ }, url);
+});
+
+test("a name is resolved when the notice is sent and its address checked: an SMTP host resolving to the console's own server is refused", async () => {
+  // `localhost` is a name: the address it resolves to now is what is checked, not the name as configured.
+  const embedded = await startSmtpReceiver();
+  try {
+    const channel: ChannelDoc = {
+      ...storedSlack('unused'),
+      type: 'email',
+      name: 'mail',
+      settings: { host: 'localhost', port: embedded.port, secure: false, from: 'nimbus@example.test', to: ['oncall@example.test'] },
+      secrets: {},
+    };
+    const embeddedEnv = { ...env, NIMBUS_SERVICEBUS_CONNECTION_STRING: `Endpoint=sb://127.0.0.1:${embedded.port};SharedAccessKeyName=k;SharedAccessKey=v` };
+    await assert.rejects(sendNotice(channel, notice, { env: embeddedEnv }), { message: /channel 'mail' \(email\): the target resolves to a port of the console's own servers/ });
+    assert.deepEqual([embedded.commands, embedded.mails], [[], []], 'not even a greeting answered');
+    // The same channel to a server that is not the console's own still sends.
+    await sendNotice(channel, notice, { env });
+    assert.equal(embedded.mails.length, 1);
+  } finally {
+    await embedded.close();
   }
 });

@@ -2,7 +2,12 @@
 // docs/operations.md), a Microsoft Teams or Slack incoming webhook in their own formats, or e-mail over SMTP
 // (nodemailer). Secrets are unsealed only here, just before the send, and never logged; errors name the channel,
 // never its URL (an incoming-webhook URL is itself the credential).
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIP } from 'node:net';
+import { request as httpRequest, type RequestOptions } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import nodemailer from 'nodemailer';
+import { addressProblem, urlTargetProblem } from './channelTarget.ts';
 import { alertsKey, SecretKeyError, unseal } from './secrets.ts';
 import { isAllowedChannelUrl, type AlertDoc, type ChannelDoc } from './model.ts';
 import { isLoopbackName } from '../../lib/net/loopback.ts';
@@ -150,20 +155,67 @@ export function smtpTransportOptions(s: EmailSettings, password: string | undefi
 /** A failure whose message names no target and so is shown as it is (not reduced to its kind like fetch's). */
 class RefusedSend extends Error {}
 
-async function postJson(url: string, body: unknown, headers: Record<string, string>, timeoutMs: number): Promise<void> {
+/**
+ * The DNS lookup of a notice's connection, refusing addresses the channel may never reach (channelTarget.ts): the
+ * check is on the addresses this very connection uses, so a name that resolved to a public address when the channel
+ * was saved, and to 127.0.0.1 or 169.254.169.254 now, is refused - there is no second lookup to race.
+ */
+function guardedLookup(port: number, env: Record<string, string | undefined> | undefined): NonNullable<RequestOptions['lookup']> {
+  return ((hostname: string, options: object, callback: (err: Error | null, address: string | LookupAddress[], family?: number) => void) => {
+    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, []);
+      for (const a of addresses) {
+        const problem = addressProblem(a.address, port, env);
+        if (problem !== null) return callback(new RefusedSend(`the target resolves to ${problem.replace(/ is never an alert target$/, '')}: refused, nothing was sent`), []);
+      }
+      const all = (options as { all?: boolean }).all === true;
+      return all ? callback(null, addresses) : callback(null, addresses[0]!.address, addresses[0]!.family);
+    });
+  }) as NonNullable<RequestOptions['lookup']>;
+}
+
+/** The address a host name resolves to for a connection, refused (RefusedSend) when it may never be reached. */
+async function checkedAddress(host: string, port: number, env: Record<string, string | undefined>): Promise<string> {
+  const { address } = await new Promise<LookupAddress>((resolve, reject) =>
+    guardedLookup(port, env)(host.trim().replace(/^\[|\]$/g, ''), {}, (err, address, family) =>
+      err ? reject(err) : resolve({ address: address as string, family: family ?? 4 }),
+    ),
+  );
+  return address;
+}
+
+async function postJson(url: string, body: unknown, headers: Record<string, string>, timeoutMs: number, env?: Record<string, string | undefined>): Promise<void> {
   // A URL stored before https was required keeps no exception: its notice and headers would cross a network in clear.
   // The reason only as far as it is true: a stored value that is not a URL, or not http at all, is no "plain http".
   if (!isAllowedChannelUrl(url))
     throw new RefusedSend(`the stored URL ${URL.canParse(url) && new URL(url).protocol === 'http:' ? 'is plain http to a host other than this machine' : 'is not an https URL'}: enter it again as https`);
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-    redirect: 'error',
-    signal: AbortSignal.timeout(timeoutMs),
+  // A literal address is connected to without a lookup: checked here (the lookup checks names).
+  const literal = urlTargetProblem(url, env);
+  if (literal !== null) throw new RefusedSend(`the URL names ${literal.replace(/ is never an alert target$/, '')}: refused, nothing was sent`);
+  const target = new URL(url);
+  const port = target.port !== '' ? Number(target.port) : target.protocol === 'https:' ? 443 : 80;
+  const payload = Buffer.from(JSON.stringify(body));
+  const signal = AbortSignal.timeout(timeoutMs);
+  // node:http rather than fetch: only it takes a lookup of our own (guardedLookup), so the addresses checked are the
+  // ones connected to. A redirect is not followed (as fetch's `redirect: 'error'`): it answers 3xx, a failure.
+  const status = await new Promise<number>((resolve, reject) => {
+    const req = (target.protocol === 'https:' ? httpsRequest : httpRequest)(
+      target,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': String(payload.length), ...headers },
+        lookup: guardedLookup(port, env),
+        signal,
+      },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
+    req.on('error', (err) => reject(signal.aborted ? Object.assign(new Error('timed out'), { name: 'TimeoutError' }) : err));
+    req.end(payload);
   });
-  await res.body?.cancel().catch(() => undefined);
-  if (!res.ok) throw new Error(`the receiver answered ${res.status}`);
+  if (status < 200 || status > 299) throw new Error(`the receiver answered ${status}`);
 }
 
 export interface SendOptions {
@@ -174,24 +226,34 @@ export interface SendOptions {
 /** Sends one notice; rejects with a message that is safe to store and show (no URL, no password). */
 export async function sendNotice(channel: ChannelDoc, notice: AlertNotice, options: SendOptions = {}): Promise<void> {
   const timeoutMs = options.timeoutMs ?? 10_000;
+  // Which ports are the console's own: the process's settings, with what the caller passed on top.
+  const targetEnv = { ...process.env, ...options.env };
   const key = Object.keys(channel.secrets).length > 0 ? alertsKey(options.env) : undefined;
   const secret = (k: string) => (channel.secrets[k] !== undefined && key ? unseal(channel.secrets[k], key) : undefined);
   try {
     switch (channel.type) {
       case 'webhook': {
         const headers = secret('headers');
-        await postJson(secret('url')!, notice, headers ? (JSON.parse(headers) as Record<string, string>) : {}, timeoutMs);
+        await postJson(secret('url')!, notice, headers ? (JSON.parse(headers) as Record<string, string>) : {}, timeoutMs, targetEnv);
         return;
       }
       case 'teams':
-        await postJson(secret('url')!, teamsBody(notice), {}, timeoutMs);
+        await postJson(secret('url')!, teamsBody(notice), {}, timeoutMs, targetEnv);
         return;
       case 'slack':
-        await postJson(secret('url')!, slackBody(notice), {}, timeoutMs);
+        await postJson(secret('url')!, slackBody(notice), {}, timeoutMs, targetEnv);
         return;
       case 'email': {
         const s = channel.settings as EmailSettings;
-        const transport = nodemailer.createTransport(smtpTransportOptions(s, secret('password'), timeoutMs));
+        // Resolved and checked here, then connected to by that address (its TLS still verified for the name given):
+        // nodemailer resolves names itself and takes no lookup of ours.
+        const address = await checkedAddress(s.host, s.port, targetEnv);
+        const name = s.host.trim().replace(/^\[|\]$/g, '');
+        const transport = nodemailer.createTransport({
+          ...smtpTransportOptions(s, secret('password'), timeoutMs),
+          host: address,
+          ...(isIP(name) === 0 ? { tls: { servername: name } } : {}),
+        });
         try {
           const { subject, text } = emailText(notice);
           await transport.sendMail({ from: s.from, to: s.to, subject, text });

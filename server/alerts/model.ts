@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { RULE_TYPES, type RuleType } from './ruleTypes.ts';
 import { exactIdTarget } from '../exactIdFilterSchema.ts';
 import { isLoopbackName } from '../../lib/net/loopback.ts';
+import { hostProblem, urlTargetProblem } from './channelTarget.ts';
 
 export { RULE_TYPES, type RuleType };
 
@@ -68,7 +69,12 @@ const httpsUrl = z
   .string()
   .trim()
   .max(2000)
-  .refine(isAllowedChannelUrl, 'an https URL (plain http only to a loopback host: localhost, 127.x.y.z or [::1])');
+  .refine(isAllowedChannelUrl, 'an https URL (plain http only to a loopback host: localhost, 127.x.y.z or [::1])')
+  // Not the console's own servers, nor a metadata address (channelTarget.ts); a name is checked again when sent.
+  .superRefine((u, ctx) => {
+    const problem = urlTargetProblem(u);
+    if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
+  });
 
 const email = z.string().trim().max(320).regex(/^[^\s@<>]+@[^\s@<>]+$/, 'an e-mail address');
 
@@ -101,7 +107,11 @@ export const channelInputSchema = z.discriminatedUnion('type', [
       from: email,
       to: z.array(email).min(1).max(50),
     })
-    .strict(),
+    .strict()
+    .superRefine((c, ctx) => {
+      const problem = hostProblem(c.host, c.port);
+      if (problem !== null) ctx.addIssue({ code: 'custom', path: ['host'], message: problem });
+    }),
 ]);
 export type ChannelInput = z.output<typeof channelInputSchema>;
 

@@ -309,6 +309,33 @@ describe('alerts API', () => {
     }
   });
 
+  test("a channel never targets the console's own servers or a metadata address: 400 naming why; a stored one is refused when sent", async () => {
+    // The embedded Cosmos and the Service Bus emulator of this stack: on loopback, trusting loopback callers.
+    const cosmos = new URL(stack.env.NIMBUS_COSMOS_ENDPOINT!);
+    const busPort = /Endpoint=sb:\/\/[^;]*:(\d+)/.exec(stack.env.NIMBUS_SERVICEBUS_CONNECTION_STRING!)![1]!;
+    const own = [`http://127.0.0.1:${cosmos.port}/dbs`, `http://localhost:${cosmos.port}/dbs`, `http://[::1]:${busPort}/$Resources/topics`, `https://0.0.0.0:${busPort}/x`];
+    const metadata = ['https://169.254.169.254/latest/meta-data/', 'https://[fd00:ec2::254]/', 'https://[::ffff:169.254.169.254]/'];
+    // Before, every one of these was stored (201) and each notice went there.
+    for (const [urls, reason] of [[own, /a port of the console's own servers on this machine/], [metadata, /a link-local or cloud metadata address/]] as const)
+      for (const url of urls) {
+        const r = await call('api/admin/alerts/channels', 'POST', { type: 'webhook', name: 'ssrf', url });
+        assert.equal(r.status, 400, `${url}: ${r.text}`);
+        assert.match(r.text, reason, url);
+      }
+    for (const host of ['169.254.169.254', 'fd00:ec2::254']) {
+      const r = await call('api/admin/alerts/channels', 'POST', { type: 'email', name: 'ssrf-mail', host, port: 25, from: 'a@example.test', to: ['b@example.test'] });
+      assert.equal(r.status, 400, `${host}: ${r.text}`);
+      assert.match(r.text, /a link-local or cloud metadata address/);
+    }
+    const smtpOnCosmos = await call('api/admin/alerts/channels', 'POST', { type: 'email', name: 'ssrf-mail', host: '127.0.0.1', port: Number(cosmos.port), from: 'a@example.test', to: ['b@example.test'] });
+    assert.equal(smtpOnCosmos.status, 400, smtpOnCosmos.text);
+    // Stored before the rule (through the store, past the route's validation): "send test" refuses it, naming why.
+    const stored = await new AlertStore(stack.store.database).saveChannel({ type: 'webhook', name: 'ssrf-stored', url: `${stack.env.NIMBUS_COSMOS_ENDPOINT}/dbs` }, 'test');
+    const sent = await call('api/admin/alerts/channels/{channelId}/test', 'POST', undefined, { channelId: stored.id });
+    assert.equal(sent.status, 200, sent.text);
+    assert.match((JSON.parse(sent.text) as { error: string }).error, /the URL names a port of the console's own servers on this machine .*: refused, nothing was sent/);
+  });
+
   test('a channel stored with a plain-http URL to another host is flagged in the list until its URL is https again', async () => {
     // Stored before https was required: through the store, past the route's validation, as such a channel was then.
     const alerts = new AlertStore(stack.store.database);

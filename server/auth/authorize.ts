@@ -72,6 +72,12 @@ export interface AuthorizeOptions {
   effects?: boolean;
 }
 
+/**
+ * Who a change is made for, as the event's history records it (server/manager/commands.ts Auditor): the display
+ * name shown and the stable id (`user:<oid>`, `service:<id>`) that tells two people of one name apart.
+ */
+export const actorOf = (who: Pick<Authorized, 'user' | 'principal'>): { name: string; id: string } => ({ name: who.user, id: principalKey(who.principal) });
+
 /** The roles a principal holds: everything while NIMBUS_AUTH=off, else its claims through the mapping plus grants. */
 async function rolesOf(principal: Principal, ctx: ConsoleContext): Promise<RoleAssignment[]> {
   if (principal.kind === 'anonymous') {
@@ -152,6 +158,7 @@ interface Refusal {
   status: number;
   error: string;
   detail: string;
+  headers?: Record<string, string>;
 }
 
 async function refuse(
@@ -196,12 +203,13 @@ async function refuse(
           endpointId,
           type: 'Denied',
           auditor: who.name.slice(0, 256) || who.id.slice(0, 256),
+          auditorId: principalKey(who).slice(0, 256),
           comment: `${action} refused (${r.status}): ${r.detail}`.slice(0, 4096),
         })
         .catch((err: unknown) => log.error({ err: errText(err) }, 'could not write the denied attempt to the event trail'));
     }
   }
-  throw new HttpError(r.status, r.error, r.detail);
+  throw new HttpError(r.status, r.error, r.detail, r.headers);
 }
 
 function withScopeDetails(details: Record<string, unknown> | null): Record<string, unknown> | null {
@@ -299,11 +307,13 @@ export async function authorizeEach(
   action: Action,
   endpointIds: readonly string[],
   subject: AuthSubject = {},
+  /** The request already paid for the change (a bulk job's freeze, charged before it ran): only owed its audit. */
+  charged = false,
 ): Promise<Authorized | undefined> {
   let who: Authorized | undefined;
   for (const endpointId of endpointIds) who = await check(request, action, endpointId, subject, 'hereUnlimited');
   if (who && endpointIds.length > 1) who = { ...who, endpointId: undefined, endpoints: [...endpointIds] };
-  if (who) await admitChange(who);
+  if (who) await admitChange(who, charged);
   return who;
 }
 
@@ -389,9 +399,9 @@ async function check(
 }
 
 /** An authorized change: counted against the rate limit, and owed its audit entry from here on. */
-async function admitChange(who: Authorized): Promise<void> {
+async function admitChange(who: Authorized, charged = false): Promise<void> {
   if (!isMutating(who.action)) return;
-  await limitRate(who);
+  if (!charged) await limitRate(who);
   // Authorized: from here the change is audited however it ends - by audited(), or by handle() when the body,
   // the endpoint or anything else before audited() refuses it.
   owesAudit((answer) => recordFailure(auditBase(who), answer, null));
@@ -405,20 +415,21 @@ function decideAnywhere(principal: Principal, assignments: readonly RoleAssignme
 }
 
 /**
- * The per-principal rate limit of changes (rateLimit.ts), refused 429 and audited. `authorize` applies it to
- * every mutation; a read that costs as much as a change (the replay preview scans a dead-letter queue) calls it
- * itself.
+ * The per-principal rate limit of changes (rateLimit.ts), refused 429 with Retry-After and audited. `authorize`
+ * applies it to every mutation; a read that costs as much as a change (the replay preview scans a dead-letter queue)
+ * calls it itself, and a scan of up to 100,000 rows (the events export, a bulk job's freeze) with `HEAVY_READ_COST`.
  */
-export async function limitRate(who: Authorized): Promise<void> {
+export async function limitRate(who: Authorized, cost = 1): Promise<void> {
   // A read that spends the budget must have been authorized with `effects`: else any site could spend it for the
   // caller (a cross-site GET). A programming error, so loud: the route's tests fail rather than ship the hole.
   if (!who.originChecked) throw new Error(`limitRate: ${who.action} was authorized without the origin check (pass { effects: true } to authorize)`);
-  const wait = limiter.take(principalKey(who.principal), rateLimitSettings());
+  const wait = limiter.take(principalKey(who.principal), rateLimitSettings(), Date.now(), cost);
   if (wait > 0)
     await refuse(await getContext(), who.principal, who.assignments, who.action, who.endpointId, who.subject, {
       status: 429,
       error: 'too many requests',
-      detail: `too many changes or dead-letter scans in a short time; try again in ${wait} s`,
+      detail: `too many changes, exports or scans in a short time; try again in ${wait} s`,
+      headers: { 'retry-after': String(wait) },
     }, who.endpoints);
 }
 

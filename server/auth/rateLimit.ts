@@ -11,6 +11,12 @@ export interface RateLimitSettings {
 }
 
 export const DEFAULT_RATE_LIMIT: RateLimitSettings = { perMinute: 120, burst: 60 };
+/**
+ * What a scan of up to 100,000 rows costs from the same bucket (the events export, a bulk job's freeze): 500 store
+ * pages, far more than one command, so ten changes' worth - the default burst allows six back to back, then one
+ * every 5 s. Clamped to the burst, so a bucket set smaller than this still admits one when full.
+ */
+export const HEAVY_READ_COST = 10;
 const MAX_TRACKED = 10_000;
 
 export function rateLimitSettings(env: Record<string, string | undefined> = process.env): RateLimitSettings {
@@ -27,19 +33,23 @@ export function rateLimitSettings(env: Record<string, string | undefined> = proc
 export class RateLimiter {
   readonly #buckets = new Map<string, { tokens: number; at: number }>();
 
-  /** Takes one call from the key's bucket; returns 0 when allowed, else the seconds until one is available. */
-  take(key: string, settings: RateLimitSettings, now = Date.now()): number {
+  /**
+   * Takes `cost` calls (default one, at most the burst) from the key's bucket; returns 0 when allowed, else the
+   * seconds until that many are available. Nothing is taken when refused.
+   */
+  take(key: string, settings: RateLimitSettings, now = Date.now(), cost = 1): number {
     const perMs = settings.perMinute / 60_000;
+    const need = Math.min(Math.max(1, cost), settings.burst);
     const b = this.#buckets.get(key) ?? { tokens: settings.burst, at: now };
     b.tokens = Math.min(settings.burst, b.tokens + (now - b.at) * perMs);
     b.at = now;
-    if (b.tokens >= 1) {
-      b.tokens -= 1;
+    if (b.tokens >= need) {
+      b.tokens -= need;
       this.#remember(key, b);
       return 0;
     }
     this.#remember(key, b);
-    return Math.max(1, Math.ceil((1 - b.tokens) / perMs / 1000));
+    return Math.max(1, Math.ceil((need - b.tokens) / perMs / 1000));
   }
 
   #remember(key: string, b: { tokens: number; at: number }): void {

@@ -67,6 +67,16 @@ export function handedOffBy(row: Pick<StatusRow, 'messageType' | 'parentMessageI
   return parent == null || parent === '' || parent === SELF ? undefined : parent;
 }
 
+/**
+ * Who a command is sent for: a person's or service's display name with its stable id (principalKey: `user:<oid>`,
+ * `service:<id>`), written with every entry the command leaves in the event's history - two people may share a name,
+ * and a name changes in Entra. A bare string is a name without an id (the platform's own duties, older callers).
+ */
+export type Auditor = string | { name: string; id: string };
+export const auditorName = (a: Auditor): string => (typeof a === 'string' ? a : a.name);
+/** The audit entry's `auditor` and, when known, `auditorId`. */
+export const auditorFields = (a: Auditor): { auditor: string; auditorId?: string } => (typeof a === 'string' ? { auditor: a } : { auditor: a.name, auditorId: a.id });
+
 export interface BuiltCommand {
   type: CommandType;
   messageId: string;
@@ -79,7 +89,7 @@ export function buildCommand(
   answeredMessageId: string,
   eventTypeId: string | null,
   payload: unknown,
-  auditor: string,
+  auditor: Auditor,
   /** A handoff command's delivery that handed off, when `row` no longer names it (a claim re-sent by a repeat). */
   handedOff?: string,
 ): BuiltCommand {
@@ -95,7 +105,7 @@ export function buildCommand(
       break;
     case 'handoffComplete': {
       // The external system's result becomes the event's content in the Resolver; a note alone is wrapped.
-      const result = spec.result !== undefined ? spec.result : spec.note !== undefined ? { note: spec.note, completedBy: auditor } : undefined;
+      const result = spec.result !== undefined ? spec.result : spec.note !== undefined ? { note: spec.note, completedBy: auditorName(auditor) } : undefined;
       body =
         result === undefined
           ? encodeBody({})

@@ -33,7 +33,7 @@ import { inHistoryOrder } from '../historyOrder.ts';
 import { sendCertainlyRefused } from '../subscriptions/sendOutcome.ts';
 import { conflict, HttpError, notFound } from '../http.ts';
 import { log } from '../log.ts';
-import { buildCommand, commandMessageId, commandType, handedOffBy, originatingOf, type BuiltCommand, type CommandSpec } from './commands.ts';
+import { auditorFields, buildCommand, commandMessageId, commandType, handedOffBy, originatingOf, type Auditor, type BuiltCommand, type CommandSpec } from './commands.ts';
 import { withSendSpan } from '@nimbus/sdk';
 import { limiter, type Limiter } from '../../lib/concurrency/limiter.ts';
 import { claimWasEdited, commandRecorded, type Asker, handoffMismatch, recordedHandoff, resubmitMismatch, rowSaysEdited, storedBeforeClaim, type StoredRequest } from './repeatConflict.ts';
@@ -171,7 +171,7 @@ export class Manager {
    * the caller may read the event's audit trail (default yes); a refusal names no other principal to one who may
    * not (an Agent-only caller: repeatConflict.ts Asker).
    */
-  async execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: string, origin?: CommandOrigin, caller: { mayReadAudits?: boolean } = {}): Promise<CommandResult> {
+  async execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: Auditor, origin?: CommandOrigin, caller: { mayReadAudits?: boolean } = {}): Promise<CommandResult> {
     const key = `${endpointId}\u0000${eventId}`;
     const previous = this.#inFlight.get(key) ?? Promise.resolve();
     const run = previous.catch(() => undefined).then(() => this.#execute(endpointId, eventId, spec, auditor, origin, caller.mayReadAudits ?? true));
@@ -183,7 +183,7 @@ export class Manager {
     }
   }
 
-  async #execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: string, origin?: CommandOrigin, mayReadAudits = true): Promise<CommandResult> {
+  async #execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: Auditor, origin?: CommandOrigin, mayReadAudits = true): Promise<CommandResult> {
     // A caller already fenced claims nothing: asked again after the claim (#sendAndAudit), for a stall while it is written.
     if (!mayStillSend(origin)) throw new SendWithheld(eventId);
     const type = commandType(spec);
@@ -247,7 +247,7 @@ export class Manager {
   async executeMany(
     targets: readonly CommandTarget[],
     spec: { kind: 'resubmit' } | { kind: 'skip' },
-    auditor: string,
+    auditor: Auditor,
     origin?: CommandOrigin,
     options: { oneEventConcurrency?: number } = {},
   ): Promise<Settled<CommandResult>[]> {
@@ -287,7 +287,7 @@ export class Manager {
     targets: readonly CommandTarget[],
     lot: number[],
     spec: { kind: 'resubmit' } | { kind: 'skip' },
-    auditor: string,
+    auditor: Auditor,
     origin: CommandOrigin | undefined,
     out: Settled<CommandResult>[],
     oneAtATime: Limiter,
@@ -527,7 +527,7 @@ export class Manager {
    * Re-sends the command an abandoned claim stands for (Reconcile's repair): same MessageId, receipt written.
    * Only resubmit and skip can be rebuilt from the row; a handoff settlement's text was never stored.
    */
-  async resendClaim(row: StatusRow, auditor: string): Promise<CommandResult> {
+  async resendClaim(row: StatusRow, auditor: Auditor): Promise<CommandResult> {
     const spec = specOfClaim(row);
     if (!spec || row.parentMessageId == null) throw conflict(`a ${row.messageType ?? 'row'} claim cannot be re-sent; restore it instead`);
     const payload = spec.kind === 'resubmit' ? row.payload : undefined;
@@ -544,7 +544,7 @@ export class Manager {
     answered: string,
     eventTypeId: string | null,
     payload: unknown,
-    auditor: string,
+    auditor: Auditor,
     /** The row version the claim replaced (a fresh claim), to put back if the send fails, and when it was claimed. */
     claim: ClaimMade,
     origin?: CommandOrigin,
@@ -574,7 +574,7 @@ export class Manager {
   /**
    * A send failed: undo the claim when this call made it, audit the failure, answer 503 (#undoClaim).
    */
-  async #sendFailed(row: StatusRow, built: BuiltCommand, err: unknown, auditor: string, previous: StatusRow | undefined): Promise<never> {
+  async #sendFailed(row: StatusRow, built: BuiltCommand, err: unknown, auditor: Auditor, previous: StatusRow | undefined): Promise<never> {
     const text = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
     // A broker refusal means nothing was enqueued; a timeout or a lost connection may have happened after it was.
     const refused = sendCertainlyRefused(err);
@@ -587,7 +587,7 @@ export class Manager {
    * failed send's is - while it is younger than WITHHELD_UNDO_MS (else it stays, for a repeat or Reconcile) - and
    * the answer is SendWithheld, not 503: the caller (a bulk job's runner past its lease) stops rather than retry.
    */
-  async #sendWithheld(row: StatusRow, built: BuiltCommand, auditor: string, claim: ClaimMade, origin: CommandOrigin | undefined): Promise<never> {
+  async #sendWithheld(row: StatusRow, built: BuiltCommand, auditor: Auditor, claim: ClaimMade, origin: CommandOrigin | undefined): Promise<never> {
     const previous = this.#now() - claim.at < WITHHELD_UNDO_MS ? claim.previous : undefined;
     const by = origin ? `bulk operation ${origin.operationId}` : 'its caller';
     // The data names no operationId: a bulk job counts an event done by an audit whose data names the job (runner.ts).
@@ -604,7 +604,7 @@ export class Manager {
   async #undoClaim(
     row: StatusRow,
     built: BuiltCommand,
-    auditor: string,
+    auditor: Auditor,
     previous: StatusRow | undefined,
     why: { reason: string; data: Record<string, unknown>; log: Record<string, unknown> },
   ): Promise<string> {
@@ -636,7 +636,7 @@ export class Manager {
         endpointId: row.endpointId,
         eventTypeId: row.eventTypeId,
         type: AuditType.CommandNotSent,
-        auditor,
+        ...auditorFields(auditor),
         comment: `${built.type} not sent: ${why.reason}; ${claimText}`,
         data: JSON.stringify({ messageId: built.messageId, messageType: built.type, sessionId: row.sessionId, claim: restored, ...why.data }).slice(0, 4096),
       });
@@ -727,7 +727,7 @@ export function claimExpectation(row: Pick<StatusRow, 'lastMessageId' | 'status'
  * The "sent" receipt: the command's audit entry, under the command's own id (how a repeat finds it).
  * `how.reconstructed`: written by a repeat for a command the Resolver recorded (the sender's receipt was lost).
  */
-function receipt(spec: CommandSpec, row: StatusRow, built: BuiltCommand, answered: string, eventTypeId: string | null, payload: unknown, auditor: string, origin?: CommandOrigin, how: { reconstructed?: boolean } = {}): AuditWrite {
+function receipt(spec: CommandSpec, row: StatusRow, built: BuiltCommand, answered: string, eventTypeId: string | null, payload: unknown, auditor: Auditor, origin?: CommandOrigin, how: { reconstructed?: boolean } = {}): AuditWrite {
   const edited = spec.kind === 'resubmit' && spec.edited !== undefined;
   const data: Record<string, unknown> = { messageId: built.messageId, sessionId: row.sessionId, answers: answered };
   if (origin) data.operationId = origin.operationId;
@@ -746,7 +746,7 @@ function receipt(spec: CommandSpec, row: StatusRow, built: BuiltCommand, answere
     endpointId: row.endpointId,
     eventTypeId,
     type: edited ? AuditType.ResubmitWithChanges : AUDIT_TYPE[spec.kind],
-    auditor,
+    ...auditorFields(auditor),
     comment: spec.kind === 'handoffFail' ? spec.errorText.slice(0, 4000) : spec.kind === 'handoffComplete' ? (spec.note ?? null) : origin ? `bulk operation ${origin.operationId}` : null,
     data: JSON.stringify(data).slice(0, 4096),
   };

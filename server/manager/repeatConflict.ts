@@ -15,7 +15,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { AuditType, type AuditEntry, type HistoryEntry, type StatusRow } from '../../lib/store/index.ts';
 import { inHistoryOrder } from '../historyOrder.ts';
-import type { CommandSpec } from './commands.ts';
+import { auditorName, type Auditor, type CommandSpec } from './commands.ts';
 
 type HandoffSpec = Extract<CommandSpec, { kind: 'handoffComplete' | 'handoffFail' }>;
 
@@ -133,14 +133,20 @@ const textOf = (spec: HandoffSpec): string | null => (spec.kind === 'handoffFail
  * which operator sent it - and is told "another principal", unless the name is its own (`auditor`).
  */
 export interface Asker {
-  auditor: string;
+  auditor: Auditor;
   mayReadAudits: boolean;
 }
 
 /** Everyone who may read the audit trail: the names as recorded. */
 const READS_AUDITS: Asker = { auditor: '', mayReadAudits: true };
 
-const nameFor = (asker: Asker, name: string): string => (asker.mayReadAudits || name === asker.auditor ? name : 'another principal');
+/** Whether the entry is the asker's own: by the stable id when both have one (two principals may share a name). */
+function isOwn(asker: Asker, entry: { auditor: string; auditorId?: string | undefined }): boolean {
+  if (typeof asker.auditor !== 'string' && entry.auditorId !== undefined) return entry.auditorId === asker.auditor.id;
+  return entry.auditor === auditorName(asker.auditor);
+}
+
+const nameFor = (asker: Asker, entry: { auditor: string; auditorId?: string | undefined }): string => (asker.mayReadAudits || isOwn(asker, entry) ? entry.auditor : 'another principal');
 
 /**
  * Why this handoff settlement is not a repeat of the one claimed on `row` (undefined when it is one, or when what
@@ -161,14 +167,14 @@ export function handoffMismatch(spec: HandoffSpec, row: StatusRow, receipt: Audi
     // Written by a repeat from the Resolver's record (the sender's receipt was lost): its auditor is the operator
     // who repeated, not the one who sent, and a completion recorded with a result kept no note (comment null: the
     // note, if any, is unknown - no conflict).
-    if (receipt.comment || spec.kind === 'handoffFail') sent = { text: receipt.comment || null, by: `receipt reconstructed by ${nameFor(asker, receipt.auditor)} at ${receipt.at}` };
+    if (receipt.comment || spec.kind === 'handoffFail') sent = { text: receipt.comment || null, by: `receipt reconstructed by ${nameFor(asker, receipt)} at ${receipt.at}` };
   } else if (receipt) {
-    sent = { text: receipt.comment || null, by: `by ${nameFor(asker, receipt.auditor)} at ${receipt.at}` };
+    sent = { text: receipt.comment || null, by: `by ${nameFor(asker, receipt)} at ${receipt.at}` };
   } else if (recorded) {
     const r = recordedHandoff(spec, recorded);
     const completedBy = wrappedNote(recorded.payload)?.completedBy;
     // A failure's sender is named in its receipt only; a note's wrapping names the operator who completed it.
-    const who = typeof completedBy === 'string' ? `, completed by ${nameFor(asker, completedBy)}` : '';
+    const who = typeof completedBy === 'string' ? `, completed by ${nameFor(asker, { auditor: completedBy })}` : '';
     if (r.kind === 'handoffFail' || r.result === undefined || r.result === null)
       sent = { text: textOf(r), by: `claimed at ${row.updatedAt}, recorded by the Resolver at ${recorded.recordedAt}${who}` };
   }

@@ -17,7 +17,7 @@ import { settleBody } from '../agent/schemas.ts';
 import { settleHandoff } from '../agent/settle.ts';
 import { requireEndpoint, requireEventType } from '../api.ts';
 import { diffJson } from '../audit/diff.ts';
-import { audited, authorize, readScope, refuseAuthorized, type Authorized, type AuthSubject } from '../auth/authorize.ts';
+import { actorOf, audited, authorize, readScope, refuseAuthorized, type Authorized, type AuthSubject } from '../auth/authorize.ts';
 import { principalKey } from '../auth/principal.ts';
 import { countCall } from '../agent/limits.ts';
 import { inScope } from '../auth/readScope.ts';
@@ -456,7 +456,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
           args.payload !== undefined
             ? { kind: 'resubmit' as const, edited: { payload: args.payload, eventTypeId: args.eventTypeId } }
             : { kind: 'resubmit' as const };
-        return audited(me, () => ctx.manager.execute(args.endpointId, args.eventId, spec, me.user), (r) => ({ ...details, messageId: r.messageId, outcome: r.outcome }));
+        return audited(me, () => ctx.manager.execute(args.endpointId, args.eventId, spec, actorOf(me)), (r) => ({ ...details, messageId: r.messageId, outcome: r.outcome }));
       }),
   );
 
@@ -476,7 +476,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
         const me = await authorize(request, 'skip', args.endpointId, { eventId: args.eventId });
         const ctx = await getContext();
         requireEndpoint(ctx, args.endpointId);
-        return audited(me, () => ctx.manager.execute(args.endpointId, args.eventId, { kind: 'skip' }, me.user), (r) => ({ messageId: r.messageId, outcome: r.outcome }));
+        return audited(me, () => ctx.manager.execute(args.endpointId, args.eventId, { kind: 'skip' }, actorOf(me)), (r) => ({ messageId: r.messageId, outcome: r.outcome }));
       }),
   );
   return server;

@@ -14,6 +14,9 @@ import type { PreviousJob } from './previousJob.ts';
 import { stopOperations } from './service.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
+// One caller creates more jobs than the rate limit's burst admits: each freeze costs HEAVY_READ_COST (server/auth/rateLimit.ts),
+// and the limit has its own tests (server/auth/heavyReads.test.ts).
+process.env.NIMBUS_RATE_LIMIT_BURST = '1000';
 const EP = 'crmendpoint';
 const SESSION = 'S-refusals';
 let stack: ConsoleTestStack;

@@ -52,6 +52,7 @@ import { sleep } from '../../lib/concurrency/sleep.ts';
 import { describeError } from '../http.ts';
 import { log } from '../log.ts';
 import { isSendWithheld, type CommandOrigin, type CommandResult, type Manager } from '../manager/manager.ts';
+import type { Auditor } from '../manager/commands.ts';
 import type { Job, JobStore } from './jobs.ts';
 import { actedByThisJob, count, countLateReceipts, isThisJobs, keepLateOutcomes, passPausedLot, pausedLotOutcomes, setPausedLot, type StepOutcome, type UncountedLot } from './jobCounts.ts';
 import { JobPruner } from './prune.ts';
@@ -518,8 +519,10 @@ export class OperationsRunner {
         return;
       }
       if (toSend.length > 0) unsaved.sends = true;
-      const first = toSend.length > 0 ? await this.#o.manager.executeMany(toSend, spec, job.startedBy, origin) : [];
-      const stepped = await Promise.all(toSend.map((row, i) => this.#step(row.endpointId, row.eventId, spec, job.startedBy, origin, first[i]!, stopWished)));
+      // The starter's stable id with the name, when the job recorded it (jobs from before it did: the name alone).
+      const auditor: Auditor = job.startedById !== undefined ? { name: job.startedBy, id: job.startedById } : job.startedBy;
+      const first = toSend.length > 0 ? await this.#o.manager.executeMany(toSend, spec, auditor, origin) : [];
+      const stepped = await Promise.all(toSend.map((row, i) => this.#step(row.endpointId, row.eventId, spec, auditor, origin, first[i]!, stopWished)));
       // The lease ended during the lot (the Manager held its sends back, undoing their claims, or a retry was not
       // made), or the operator cancelled or paused while an event waited to be retried: nothing of the lot is counted
       // and the cursor is not moved or saved - the successor (or the resumed job) goes on below the in-flight mark,
@@ -569,7 +572,7 @@ export class OperationsRunner {
     endpointId: string,
     eventId: string,
     spec: { kind: 'resubmit' } | { kind: 'skip' },
-    auditor: string,
+    auditor: Auditor,
     origin: CommandOrigin,
     first: Settled<CommandResult>,
     stopWished: () => Promise<boolean>,

@@ -10,7 +10,8 @@
 // may only read are left out, each with its count and why (server/operations/actableRows.ts); the audit entry names
 // only their ids. Refused input is audited under the kind the body asked for (`resubmit|skip` when it names none).
 import { z } from 'zod';
-import { audited, authorize, type Authorized, authorizeBeforeBody, authorizeEach, nameRefusedInput, readScope } from '../../../server/auth/authorize.ts';
+import { audited, authorize, type Authorized, authorizeBeforeBody, authorizeEach, limitRate, nameRefusedInput, readScope } from '../../../server/auth/authorize.ts';
+import { HEAVY_READ_COST } from '../../../server/auth/rateLimit.ts';
 import { principalKey } from '../../../server/auth/principal.ts';
 import { getContext, type ConsoleContext } from '../../../server/context.ts';
 import { badRequest, handle, json, parseOr400, readJsonBody } from '../../../server/http.ts';
@@ -44,14 +45,18 @@ export function POST(request: Request): Promise<Response> {
     const ctx = await getContext();
     // Frozen under the caller's read scope, then every endpoint it acts on authorized for the action.
     const first = await authorize(request, 'read', selection.endpointId);
+    // The freeze reads up to 100,000 rows: charged before it runs, at a scan's cost, under the job's name (a 429 is
+    // audited as the resubmit or skip refused). Before, only the job counted, after the freeze had run - a caller
+    // could freeze selections back to back, each refused or not, and keep the store busy.
+    await limitRate({ ...first, action: body.kind }, HEAVY_READ_COST);
     // A group's selection spans every endpoint the caller may act on: rows on endpoints it may only read are left
     // out while freezing (the selection's limit counts only the rows kept) and said so. When none is left,
     // authorizeEach below refuses (403, audited) on the first endpoint, as an endpoint the selection names is refused.
     const { rows, leftOut, endpoints } = selection.endpointId === undefined
       ? await freezeGroup(ctx, selection, body.kind, first)
       : await resolveSelection(ctx, selection, readScope(first)).then((r) => ({ rows: r, leftOut: [], endpoints: endpointsOf(r) }));
-    // Every endpoint authorized, the job counted once against the rate limit.
-    const who = (await authorizeEach(request, body.kind, endpoints)) ?? first;
+    // Every endpoint authorized; the job was charged once already, with its freeze.
+    const who = (await authorizeEach(request, body.kind, endpoints, {}, true)) ?? first;
     // A held job is prepared, not started: its entry says so, and its confirmation or cancellation follows.
     const { answer } = await audited(
       who,

@@ -1,7 +1,7 @@
 // POST /api/event/resubmit with `{ endpointId, eventIds }`: bulk resubmit of stored payloads, one result per event.
 // Operator on the endpoint.
 import { requireEndpoint, runBulk } from '../../../../server/api.ts';
-import { audited, authorize, authorizeBeforeBody } from '../../../../server/auth/authorize.ts';
+import { audited, authorize, authorizeBeforeBody, actorOf } from '../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../server/context.ts';
 import { handle, json, readJsonBody } from '../../../../server/http.ts';
 import { bulkBody } from '../../../../server/schemas.ts';
@@ -18,7 +18,7 @@ export function POST(request: Request): Promise<Response> {
     requireEndpoint(ctx, body.endpointId);
     const result = await audited(
       who,
-      () => runBulk(ctx, body.endpointId, body.eventIds, { kind: 'resubmit' }, who.user),
+      () => runBulk(ctx, body.endpointId, body.eventIds, { kind: 'resubmit' }, actorOf(who)),
       (r) => ({ bulk: true, eventIds: body.eventIds.slice(0, 100), requested: r.requested, sent: r.sent, duplicates: r.duplicates, failed: r.failed }),
     );
     return json(result);

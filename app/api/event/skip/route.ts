@@ -1,6 +1,6 @@
 // POST /api/event/skip with `{ endpointId, eventIds }`: bulk skip, one result per event. Operator on the endpoint.
 import { requireEndpoint, runBulk } from '../../../../server/api.ts';
-import { audited, authorize, authorizeBeforeBody } from '../../../../server/auth/authorize.ts';
+import { audited, authorize, authorizeBeforeBody, actorOf } from '../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../server/context.ts';
 import { handle, json, readJsonBody } from '../../../../server/http.ts';
 import { bulkBody } from '../../../../server/schemas.ts';
@@ -17,7 +17,7 @@ export function POST(request: Request): Promise<Response> {
     requireEndpoint(ctx, body.endpointId);
     const result = await audited(
       who,
-      () => runBulk(ctx, body.endpointId, body.eventIds, { kind: 'skip' }, who.user),
+      () => runBulk(ctx, body.endpointId, body.eventIds, { kind: 'skip' }, actorOf(who)),
       (r) => ({ bulk: true, eventIds: body.eventIds.slice(0, 100), requested: r.requested, sent: r.sent, duplicates: r.duplicates, failed: r.failed }),
     );
     return json(result);

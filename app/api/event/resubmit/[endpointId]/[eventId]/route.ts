@@ -4,7 +4,7 @@
 // An edited resubmission is audited with a structural diff against the stored payload (paths, not values).
 import { requireEndpoint, requireEventType } from '../../../../../../server/api.ts';
 import { diffJson } from '../../../../../../server/audit/diff.ts';
-import { audited, authorize } from '../../../../../../server/auth/authorize.ts';
+import { audited, authorize, actorOf } from '../../../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../../../server/context.ts';
 import { requirePayloadMatchesSchema } from '../../../../../../server/payloadSchemaCheck.ts';
 import { handle, json, parseOr400, readJsonBody, type RouteContext } from '../../../../../../server/http.ts';
@@ -33,6 +33,6 @@ export function POST(request: Request, context: RouteContext<{ endpointId: strin
       };
     }
     const spec = body ? { kind: 'resubmit' as const, edited: { payload: body.payload, eventTypeId: body.eventTypeId } } : { kind: 'resubmit' as const };
-    return json(await audited(who, () => ctx.manager.execute(endpointId, eventId, spec, who.user), (r) => ({ ...details, messageId: r.messageId, outcome: r.outcome })));
+    return json(await audited(who, () => ctx.manager.execute(endpointId, eventId, spec, actorOf(who)), (r) => ({ ...details, messageId: r.messageId, outcome: r.outcome })));
   });
 }

@@ -1,6 +1,6 @@
 // POST /api/event/skip/{endpointId}/{eventId}: skip the event (the subscriber releases its session). Operator.
 import { requireEndpoint } from '../../../../../../server/api.ts';
-import { audited, authorize } from '../../../../../../server/auth/authorize.ts';
+import { audited, authorize, actorOf } from '../../../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../../../server/context.ts';
 import { handle, json, parseOr400, readJsonBody, type RouteContext } from '../../../../../../server/http.ts';
 import { eventParams, skipBody } from '../../../../../../server/schemas.ts';
@@ -14,6 +14,6 @@ export function POST(request: Request, context: RouteContext<{ endpointId: strin
     await readJsonBody(request, skipBody);
     const ctx = await getContext();
     requireEndpoint(ctx, endpointId);
-    return json(await audited(who, () => ctx.manager.execute(endpointId, eventId, { kind: 'skip' }, who.user), (r) => ({ messageId: r.messageId, outcome: r.outcome })));
+    return json(await audited(who, () => ctx.manager.execute(endpointId, eventId, { kind: 'skip' }, actorOf(who)), (r) => ({ messageId: r.messageId, outcome: r.outcome })));
   });
 }
