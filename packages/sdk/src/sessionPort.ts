@@ -50,6 +50,11 @@ export interface SessionDeliveryPortOptions {
    * (it comes back: at least once, as always), and the caller sees `link.lost` and gives the session up.
    */
   link?: BoundedLink;
+  /**
+   * Told of every broker call of the delivery that failed (the host's SessionLockWatch looks for SessionLockLost,
+   * the broker's word that the session lock is gone, so the rest of the batch does not run its handlers).
+   */
+  onCallFailed?: (error: unknown) => void;
 }
 
 export function sessionDeliveryPort(
@@ -61,7 +66,15 @@ export function sessionDeliveryPort(
 ): DeliveryPort {
   const now = options.now ?? (() => new Date());
   const link = options.link;
-  const run: CallRunner = link ? (what, call) => link.run(what, call) : unbounded;
+  const bounded: CallRunner = link ? (what, call) => link.run(what, call) : unbounded;
+  const onCallFailed = options.onCallFailed;
+  const run: CallRunner = onCallFailed
+    ? (what, call) =>
+        bounded(what, call).catch((error: unknown) => {
+          onCallFailed(error);
+          throw error;
+        })
+    : bounded;
   // The main subscription is named after the endpoint, whose topic the sender writes to.
   const where = { topic: sender.entityPath, subscription: sender.entityPath };
   return {

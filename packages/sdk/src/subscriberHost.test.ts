@@ -463,3 +463,45 @@ describe('the rest of a batch that goes back with the session', () => {
     assert.deepEqual(broker.completed, []);
   });
 });
+
+describe('a batch whose session lock is lost under it', () => {
+  for (const [how, lose] of [
+    ['the broker detached the receiver (isClosed)', (r: ReturnType<typeof fakeBroker>['receiver']) => r.detach()],
+    ['the lock expiry passed (renewal failed)', (r: ReturnType<typeof fakeBroker>['receiver']) => void (r.sessionLockedUntilUtc = new Date(Date.now() - 1))],
+  ] as const) {
+    test(`${how} after the first message settled: the rest runs no handler, is not settled, and one warning names the session`, async () => {
+      // Before: e-2's handler ran (its effects happened), then its settlement was given up as the lock was lost and
+      // the message came back to run again - a double run.
+      const handled: string[] = [];
+      const results: DeliveryResult[] = [];
+      const broker = fakeBroker({
+        deliveryCount: 0,
+        batch: [0, 0, 9],
+        afterComplete: (id) => {
+          if (id === 'm-1') lose(broker.receiver);
+        },
+      });
+      const { h, lines } = host(broker.client, { results, handler: (_e, ctx) => void handled.push(ctx.eventId) });
+      await h.start();
+      try {
+        await broker.acceptedAgain; // the session was released: the batch is over
+        assert.deepEqual(handled, ['e-1']);
+        assert.deepEqual(results, ['completed']);
+        assert.deepEqual(broker.completed, ['m-1']);
+        assert.deepEqual(
+          broker.sent.map((p) => [p.EventId, p.MessageType]),
+          [['e-1', 'ResolutionResponse']],
+          'nothing sent for the rest, not even the last delivery\'s notification: its dead-letter would be refused',
+        );
+        assert.deepEqual(broker.deadLettered, []);
+        const warned = lines.filter((l) => /session lock lost during a batch/.test(l.msg));
+        assert.equal(warned.length, 1);
+        assert.equal(warned[0]!.level, 40);
+        assert.equal(warned[0]!.sessionId, 'R-1');
+        assert.equal(warned[0]!.left, 2);
+      } finally {
+        await h.stop();
+      }
+    });
+  }
+});

@@ -28,6 +28,7 @@ import { DEFAULT_MAX_DELIVERY_COUNT, isLastDelivery, observedLockMs, transientHo
 import type { TransientHoldOptions } from './deliveryBudget.ts';
 import { receiveWaitMs, sessionLockHorizon, warnSkewedLockOnce } from './sessionLockHorizon.ts';
 import type { SessionLockHorizon } from './sessionLockHorizon.ts';
+import { SessionLockWatch } from './sessionLockWatch.ts';
 
 export interface SubscriberHostOptions extends DispatcherOptions {
   client: ServiceBusClient;
@@ -364,6 +365,7 @@ export class SubscriberHost implements AsyncDisposable {
     const signal = this.stopController.signal;
     const lockMs = observedLockMs(receiver.sessionLockedUntilUtc, Date.now());
     const horizon = sessionLockHorizon(receiver, acceptedAt, this.renewalHorizonMs, this.onSkewedLock);
+    const lock = new SessionLockWatch(receiver, acceptedAt);
     const breaker = this.options.circuitBreaker;
     // How long the last batch took to handle: the next one is not taken unless one as long still ends by the horizon
     // (handlers that take seconds each would otherwise overrun the margin).
@@ -409,6 +411,18 @@ export class SubscriberHost implements AsyncDisposable {
         // Set once the circuit opened under this batch: the rest of it goes back with the session.
         let circuitOpened: AbortSignal | undefined;
         for (const message of messages) {
+          // A lock known lost (the broker refused a call of the session with SessionLockLost, closed the receiver, or
+          // the lock's expiry passed): the rest of the batch is the broker's again, counted a delivery each, and may
+          // be with another receiver already. A handler run now has its effects and then cannot settle - the message
+          // comes back and runs again. Nothing more is started, nor settled (it would be refused); they come back.
+          const lockLost = lock.lost();
+          if (lockLost) {
+            this.log.warn(
+              { endpointId: this.options.endpointId, sessionId: receiver.sessionId, why: lockLost, left: messages.length - messages.indexOf(message) },
+              'session lock lost during a batch: the rest of the batch is not started and comes back with the session',
+            );
+            return false;
+          }
           const last = isLastDelivery(
             message.deliveryCount,
             this.options.maxDeliveryCount ?? DEFAULT_MAX_DELIVERY_COUNT,
@@ -430,7 +444,10 @@ export class SubscriberHost implements AsyncDisposable {
           const link = new BoundedLink(this.operationTimeoutMs, 'the delivery is left for redelivery', {
             attemptAfterLoss: (lostTo) => last && lostTo.operation !== COMPLETING_THE_MESSAGE,
           });
-          const port = sessionDeliveryPort(receiver, this.sender!, state, message, { link });
+          const port = sessionDeliveryPort(receiver, this.sender!, state, message, {
+            link,
+            onCallFailed: (error) => lock.noteFailure(error),
+          });
           // The handler's ctx.signal is a per-delivery child too: whatever a handler leaves on it goes with it. It
           // follows the stop signal and the circuit signal current when the delivery starts.
           const parents = goingBack ?? (breaker ? [signal, this.circuitController.signal] : signal);
