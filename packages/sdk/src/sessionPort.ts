@@ -55,6 +55,11 @@ export interface SessionDeliveryPortOptions {
    * the broker's word that the session lock is gone, so the rest of the batch does not run its handlers).
    */
   onCallFailed?: (error: unknown) => void;
+  /**
+   * Whether the session lock is known lost (the host's SessionLockWatch, which reads the expiry only when the local
+   * clock agreed with the broker's at accept). Default: the receiver closed, or its expiry passed by the local clock.
+   */
+  lockLost?: () => boolean;
 }
 
 export function sessionDeliveryPort(
@@ -99,10 +104,12 @@ export function sessionDeliveryPort(
     // A call given up after the bound: the connection, not the handler, is what failed.
     linkLost: () => link?.lost ?? false,
     // The client keeps sessionLockedUntilUtc current through its automatic renewals.
-    lockLost: () =>
-      receiver.isClosed ||
-      (receiver.sessionLockedUntilUtc !== undefined &&
-        receiver.sessionLockedUntilUtc.getTime() <= now().getTime()),
+    lockLost:
+      options.lockLost ??
+      (() =>
+        receiver.isClosed ||
+        (receiver.sessionLockedUntilUtc !== undefined &&
+          receiver.sessionLockedUntilUtc.getTime() <= now().getTime())),
     deadLetter: (reason, description) =>
       withSettleSpan('dead_letter', where, () =>
         run('dead-lettering the message', () =>

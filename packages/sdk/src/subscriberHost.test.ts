@@ -505,3 +505,24 @@ describe('a batch whose session lock is lost under it', () => {
     });
   }
 });
+
+describe('a local clock ahead of the broker by more than a lock', () => {
+  test("the session lock reads as expired from the accept on: the handler's outcome is settled, not thrown away as a lost lock", async () => {
+    // Before: the dispatcher's check after the handler compared sessionLockedUntilUtc with the local clock, so under
+    // this skew every delivery ended transient after its handler ran (its effects happened), and came back to run
+    // again until the budget path dead-lettered it.
+    const broker = fakeBroker({ deliveryCount: 0 });
+    broker.receiver.sessionLockedUntilUtc = new Date(Date.now() - 600_000 + 30_000);
+    let runs = 0;
+    const { h, delivery } = host(broker.client, { handler: () => void runs++ });
+    await h.start();
+    try {
+      assert.equal(await delivery, 'completed');
+      assert.equal(runs, 1);
+      assert.deepEqual(broker.completed, ['m-1']);
+      assert.deepEqual(broker.sent.map((p) => p.MessageType), ['ResolutionResponse']);
+    } finally {
+      await h.stop();
+    }
+  });
+});

@@ -447,6 +447,9 @@ export class SubscriberHost implements AsyncDisposable {
           const port = sessionDeliveryPort(receiver, this.sender!, state, message, {
             link,
             onCallFailed: (error) => lock.noteFailure(error),
+            // The dispatcher's check after the handler asks the same watch: the raw expiry under a local clock ahead
+            // of the broker's by a lock or more read every lock as lost, and every outcome was thrown away.
+            lockLost: () => lock.lost() !== undefined,
           });
           // The handler's ctx.signal is a per-delivery child too: whatever a handler leaves on it goes with it. It
           // follows the stop signal and the circuit signal current when the delivery starts.
