@@ -50,6 +50,16 @@ export interface SessionDeliveryPortOptions {
    * (it comes back: at least once, as always), and the caller sees `link.lost` and gives the session up.
    */
   link?: BoundedLink;
+  /**
+   * Told of every broker call of the delivery that failed (the host's SessionLockWatch looks for SessionLockLost,
+   * the broker's word that the session lock is gone, so the rest of the batch does not run its handlers).
+   */
+  onCallFailed?: (error: unknown) => void;
+  /**
+   * Whether the session lock is known lost (the host's SessionLockWatch, which reads the expiry only when the local
+   * clock agreed with the broker's at accept). Default: the receiver closed, or its expiry passed by the local clock.
+   */
+  lockLost?: () => boolean;
 }
 
 export function sessionDeliveryPort(
@@ -61,7 +71,15 @@ export function sessionDeliveryPort(
 ): DeliveryPort {
   const now = options.now ?? (() => new Date());
   const link = options.link;
-  const run: CallRunner = link ? (what, call) => link.run(what, call) : unbounded;
+  const bounded: CallRunner = link ? (what, call) => link.run(what, call) : unbounded;
+  const onCallFailed = options.onCallFailed;
+  const run: CallRunner = onCallFailed
+    ? (what, call) =>
+        bounded(what, call).catch((error: unknown) => {
+          onCallFailed(error);
+          throw error;
+        })
+    : bounded;
   // The main subscription is named after the endpoint, whose topic the sender writes to.
   const where = { topic: sender.entityPath, subscription: sender.entityPath };
   return {
@@ -86,10 +104,12 @@ export function sessionDeliveryPort(
     // A call given up after the bound: the connection, not the handler, is what failed.
     linkLost: () => link?.lost ?? false,
     // The client keeps sessionLockedUntilUtc current through its automatic renewals.
-    lockLost: () =>
-      receiver.isClosed ||
-      (receiver.sessionLockedUntilUtc !== undefined &&
-        receiver.sessionLockedUntilUtc.getTime() <= now().getTime()),
+    lockLost:
+      options.lockLost ??
+      (() =>
+        receiver.isClosed ||
+        (receiver.sessionLockedUntilUtc !== undefined &&
+          receiver.sessionLockedUntilUtc.getTime() <= now().getTime())),
     deadLetter: (reason, description) =>
       withSettleSpan('dead_letter', where, () =>
         run('dead-lettering the message', () =>

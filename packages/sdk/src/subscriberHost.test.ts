@@ -48,30 +48,35 @@ interface FakeBrokerOptions {
   scheduleHangs?: boolean;
   /** Called as the first receive returns its message. */
   onFirstReceive?: () => void;
+  /** A batch of several messages in the session (their wire delivery counts), m-1/e-1 onwards; default one. */
+  batch?: number[];
+  /** Called after a message's completion landed (its MessageId). */
+  afterComplete?: (messageId: string) => void;
 }
 
-/** One session with one message; later accepts wait until the host stops. */
+/** One session with one message (or `batch`); later accepts wait until the host stops. */
 function fakeBroker(options: FakeBrokerOptions) {
   const sent: Array<Record<string, unknown>> = [];
-  const deadLettered: Array<{ deadLetterReason?: string }> = [];
+  const deadLettered: Array<{ deadLetterReason?: string; deadLetterErrorDescription?: string; messageId?: string }> = [];
+  const completed: string[] = [];
   let accepts = 0;
   let secondAccept!: () => void;
   const acceptedAgain = new Promise<void>((resolve) => (secondAccept = resolve));
   let closed = false;
   let received = false;
-  const message = {
-    messageId: 'm-1',
+  const messages = (options.batch ?? [options.deliveryCount]).map((deliveryCount, i) => ({
+    messageId: `m-${i + 1}`,
     sessionId: 'R-1',
-    deliveryCount: options.deliveryCount,
-    body: eventBody('OrderPlaced', { n: 1 }),
+    deliveryCount,
+    body: eventBody('OrderPlaced', { n: i + 1 }),
     applicationProperties: {
       To: 'billing',
       From: 'shop',
       MessageType: 'EventRequest',
-      EventId: 'e-1',
+      EventId: `e-${i + 1}`,
       EventTypeId: 'OrderPlaced',
     },
-  };
+  }));
   const receiver = {
     sessionId: 'R-1',
     get isClosed() {
@@ -82,15 +87,22 @@ function fakeBroker(options: FakeBrokerOptions) {
       if (!received) {
         received = true;
         options.onFirstReceive?.();
-        return [message];
+        return messages;
       }
       return hangUntilAborted(o?.abortSignal).catch(() => []);
     },
     getSessionState: async () => undefined,
     setSessionState: async () => undefined,
-    completeMessage: () => (options.completionHangs ? new Promise<never>(() => undefined) : Promise.resolve()),
-    deadLetterMessage: async (_m: unknown, o: { deadLetterReason?: string }) => void deadLettered.push(o),
+    completeMessage: async (m: { messageId: string }) => {
+      if (options.completionHangs) return new Promise<never>(() => undefined);
+      completed.push(m.messageId);
+      options.afterComplete?.(m.messageId);
+    },
+    deadLetterMessage: async (m: { messageId: string }, o: { deadLetterReason?: string }) =>
+      void deadLettered.push({ ...o, messageId: m.messageId }),
     close: async () => void (closed = true),
+    /** The broker took the session lock back (a lock expiry's detach): the receiver reads as closed. */
+    detach: () => void (closed = true),
   };
   const sender = {
     entityPath: 'billing',
@@ -113,7 +125,7 @@ function fakeBroker(options: FakeBrokerOptions) {
     createSender: () => sender,
     close: async () => undefined,
   } as unknown as ServiceBusClient;
-  return { client, sent, deadLettered, acceptedAgain };
+  return { client, sent, deadLettered, completed, acceptedAgain, receiver };
 }
 
 function host(
@@ -125,6 +137,8 @@ function host(
     onDeliveryThrows?: boolean;
     handler?: EventHandler;
     retryPolicies?: RetryPolicies;
+    /** Every delivery's result, in order. */
+    results?: DeliveryResult[];
   } = {},
 ) {
   const { lines, logger } = capturedLogger();
@@ -147,6 +161,7 @@ function host(
     observers: [{ onMessageFailed: (_m, e) => void extra.failed?.push(e) }],
     onDelivery: (r) => {
       delivered(r);
+      extra.results?.push(r);
       if (extra.onDeliveryThrows) throw new Error('onDelivery failed');
     },
   });
@@ -381,5 +396,133 @@ describe("the circuit breaker's half-open probe", () => {
     }
     assert.deepEqual(transitions.slice(0, 3), ['Closed->Open', 'Open->HalfOpen', 'HalfOpen->Open']);
     assert.deepEqual(broker.sent, [], 'nothing answered for the probe given up');
+  });
+});
+
+describe('the rest of a batch that goes back with the session', () => {
+  test('the circuit opens under a batch: the rest on its last delivery is notified and dead-lettered, the rest with deliveries left goes back untouched', async () => {
+    // Before: the rest went back with the session, a delivery counted each, and the broker dead-lettered those on
+    // their last delivery silently (MaxDeliveryCountExceeded) with the Resolver rows Pending: only e-1 was answered.
+    const breaker = new CircuitBreaker({ failureThreshold: 1, openDurationMs: 10 });
+    const broker = fakeBroker({ deliveryCount: 0, batch: [0, 9, 0, 9] });
+    const handled: string[] = [];
+    const results: DeliveryResult[] = [];
+    const { h } = host(broker.client, {
+      breaker,
+      results,
+      handler: (_e, ctx) => {
+        handled.push(ctx.eventId);
+        throw new Error('partner down'); // e-1 fails: the threshold of one opens the circuit
+      },
+    });
+    await h.start();
+    try {
+      await broker.acceptedAgain; // the session was released: the batch is over
+      assert.deepEqual(handled, ['e-1'], 'no handler runs after the circuit opened');
+      assert.deepEqual(results, ['handlerFailed', 'deadLettered', 'deadLettered']);
+      assert.deepEqual(
+        broker.sent.map((p) => [p.EventId, p.MessageType, p.DeadLetterReason]),
+        [
+          ['e-1', 'ErrorResponse', undefined],
+          ['e-2', 'ErrorResponse', 'MaxDeliveryCountExceeded'],
+          ['e-4', 'ErrorResponse', 'MaxDeliveryCountExceeded'],
+        ],
+      );
+      assert.deepEqual(
+        broker.deadLettered.map((d) => [d.messageId, d.deadLetterReason, d.deadLetterErrorDescription]),
+        [
+          ['m-2', 'MaxDeliveryCountExceeded', 'Delivery 10 of 10 was cancelled: endpoint circuit opened'],
+          ['m-4', 'MaxDeliveryCountExceeded', 'Delivery 10 of 10 was cancelled: endpoint circuit opened'],
+        ],
+      );
+      assert.deepEqual(broker.completed, ['m-1'], 'm-3 (deliveries left) is not settled: it comes back');
+    } finally {
+      await h.stop();
+    }
+  });
+
+  test('the host stops with a batch received: a message on its last delivery behind one with deliveries left still takes the budget path', async () => {
+    // Before: the first message not on its last delivery ended the batch, so m-2 behind it went back with the session
+    // and the broker dead-lettered it silently.
+    let stopCalled!: (stopping: Promise<void>) => void;
+    const stopped = new Promise<void>((resolve) => (stopCalled = resolve));
+    const handled: string[] = [];
+    const broker = fakeBroker({ deliveryCount: 0, batch: [0, 9], onFirstReceive: () => stopCalled(h.stop()) });
+    const { h } = host(broker.client, { handler: (_e, ctx) => void handled.push(ctx.eventId) });
+    await h.start();
+    await stopped; // stop() waited for the session: every delivery it let happen has been reported
+    assert.deepEqual(handled, []);
+    assert.deepEqual(
+      broker.sent.map((p) => [p.EventId, p.MessageType, p.DeadLetterReason]),
+      [['e-2', 'ErrorResponse', 'MaxDeliveryCountExceeded']],
+    );
+    assert.deepEqual(
+      broker.deadLettered.map((d) => [d.messageId, d.deadLetterErrorDescription]),
+      [['m-2', 'Delivery 10 of 10 was cancelled: subscriber host stopping']],
+    );
+    assert.deepEqual(broker.completed, []);
+  });
+});
+
+describe('a batch whose session lock is lost under it', () => {
+  for (const [how, lose] of [
+    ['the broker detached the receiver (isClosed)', (r: ReturnType<typeof fakeBroker>['receiver']) => r.detach()],
+    ['the lock expiry passed (renewal failed)', (r: ReturnType<typeof fakeBroker>['receiver']) => void (r.sessionLockedUntilUtc = new Date(Date.now() - 1))],
+  ] as const) {
+    test(`${how} after the first message settled: the rest runs no handler, is not settled, and one warning names the session`, async () => {
+      // Before: e-2's handler ran (its effects happened), then its settlement was given up as the lock was lost and
+      // the message came back to run again - a double run.
+      const handled: string[] = [];
+      const results: DeliveryResult[] = [];
+      const broker = fakeBroker({
+        deliveryCount: 0,
+        batch: [0, 0, 9],
+        afterComplete: (id) => {
+          if (id === 'm-1') lose(broker.receiver);
+        },
+      });
+      const { h, lines } = host(broker.client, { results, handler: (_e, ctx) => void handled.push(ctx.eventId) });
+      await h.start();
+      try {
+        await broker.acceptedAgain; // the session was released: the batch is over
+        assert.deepEqual(handled, ['e-1']);
+        assert.deepEqual(results, ['completed']);
+        assert.deepEqual(broker.completed, ['m-1']);
+        assert.deepEqual(
+          broker.sent.map((p) => [p.EventId, p.MessageType]),
+          [['e-1', 'ResolutionResponse']],
+          'nothing sent for the rest, not even the last delivery\'s notification: its dead-letter would be refused',
+        );
+        assert.deepEqual(broker.deadLettered, []);
+        const warned = lines.filter((l) => /session lock lost during a batch/.test(l.msg));
+        assert.equal(warned.length, 1);
+        assert.equal(warned[0]!.level, 40);
+        assert.equal(warned[0]!.sessionId, 'R-1');
+        assert.equal(warned[0]!.left, 2);
+      } finally {
+        await h.stop();
+      }
+    });
+  }
+});
+
+describe('a local clock ahead of the broker by more than a lock', () => {
+  test("the session lock reads as expired from the accept on: the handler's outcome is settled, not thrown away as a lost lock", async () => {
+    // Before: the dispatcher's check after the handler compared sessionLockedUntilUtc with the local clock, so under
+    // this skew every delivery ended transient after its handler ran (its effects happened), and came back to run
+    // again until the budget path dead-lettered it.
+    const broker = fakeBroker({ deliveryCount: 0 });
+    broker.receiver.sessionLockedUntilUtc = new Date(Date.now() - 600_000 + 30_000);
+    let runs = 0;
+    const { h, delivery } = host(broker.client, { handler: () => void runs++ });
+    await h.start();
+    try {
+      assert.equal(await delivery, 'completed');
+      assert.equal(runs, 1);
+      assert.deepEqual(broker.completed, ['m-1']);
+      assert.deepEqual(broker.sent.map((p) => p.MessageType), ['ResolutionResponse']);
+    } finally {
+      await h.stop();
+    }
   });
 });

@@ -28,6 +28,7 @@ import { DEFAULT_MAX_DELIVERY_COUNT, isLastDelivery, observedLockMs, transientHo
 import type { TransientHoldOptions } from './deliveryBudget.ts';
 import { receiveWaitMs, sessionLockHorizon, warnSkewedLockOnce } from './sessionLockHorizon.ts';
 import type { SessionLockHorizon } from './sessionLockHorizon.ts';
+import { SessionLockWatch } from './sessionLockWatch.ts';
 
 export interface SubscriberHostOptions extends DispatcherOptions {
   client: ServiceBusClient;
@@ -367,6 +368,7 @@ export class SubscriberHost implements AsyncDisposable {
     const signal = this.stopController.signal;
     const lockMs = observedLockMs(receiver.sessionLockedUntilUtc, Date.now());
     const horizon = sessionLockHorizon(receiver, acceptedAt, this.renewalHorizonMs, this.onSkewedLock);
+    const lock = new SessionLockWatch(receiver, acceptedAt);
     const breaker = this.options.circuitBreaker;
     // How long the last batch took to handle: the next one is not taken unless one as long still ends by the horizon
     // (handlers that take seconds each would otherwise overrun the margin).
@@ -409,16 +411,33 @@ export class SubscriberHost implements AsyncDisposable {
         }
         permit?.handling(); // a probe's deadline counts from here: the wait for a message was no hang
         const batchStartedAt = Date.now();
+        // Set once the circuit opened under this batch: the rest of it goes back with the session.
+        let circuitOpened: AbortSignal | undefined;
         for (const message of messages) {
+          // A lock known lost (the broker refused a call of the session with SessionLockLost, closed the receiver, or
+          // the lock's expiry passed): the rest of the batch is the broker's again, counted a delivery each, and may
+          // be with another receiver already. A handler run now has its effects and then cannot settle - the message
+          // comes back and runs again. Nothing more is started, nor settled (it would be refused); they come back.
+          const lockLost = lock.lost();
+          if (lockLost) {
+            this.log.warn(
+              { endpointId: this.options.endpointId, sessionId: receiver.sessionId, why: lockLost, left: messages.length - messages.indexOf(message) },
+              'session lock lost during a batch: the rest of the batch is not started and comes back with the session',
+            );
+            return false;
+          }
           const last = isLastDelivery(
             message.deliveryCount,
             this.options.maxDeliveryCount ?? DEFAULT_MAX_DELIVERY_COUNT,
           );
-          // Messages not started when stopping stay unsettled and come back with the session - except on their last
-          // delivery: releasing the session counts it, and the broker would dead-letter the message silently with
-          // the Resolver row Pending. That one is dispatched under the aborted stop signal, so it is cancelled before
-          // it starts and the dispatcher takes the budget path (notification, then dead-letter).
-          if (this.stopping && !last) return false;
+          // Messages not started when stopping, or after the circuit opened under the batch, stay unsettled and come
+          // back with the session - except on their last delivery: releasing the session counts it, and the broker
+          // would dead-letter the message silently with the Resolver row Pending. Each such one (wherever it is in the
+          // rest, not only at its head) is dispatched under an aborted signal - the stop's, or one saying the circuit
+          // opened - so it is cancelled before its handler and the dispatcher takes the budget path (notification,
+          // then dead-letter).
+          const goingBack = this.stopping ? signal : circuitOpened;
+          if (goingBack && !last) continue;
           // One bound per delivery: a session whose call timed out is given up below, so later deliveries start afresh.
           // On the last delivery the budget allows, the steps after a call given up are still attempted (each with its
           // own bound): the budget path's notification is what tells the Resolver, which the broker's own
@@ -428,10 +447,16 @@ export class SubscriberHost implements AsyncDisposable {
           const link = new BoundedLink(this.operationTimeoutMs, 'the delivery is left for redelivery', {
             attemptAfterLoss: (lostTo) => last && lostTo.operation !== COMPLETING_THE_MESSAGE,
           });
-          const port = sessionDeliveryPort(receiver, this.sender!, state, message, { link });
+          const port = sessionDeliveryPort(receiver, this.sender!, state, message, {
+            link,
+            onCallFailed: (error) => lock.noteFailure(error),
+            // The dispatcher's check after the handler asks the same watch: the raw expiry under a local clock ahead
+            // of the broker's by a lock or more read every lock as lost, and every outcome was thrown away.
+            lockLost: () => lock.lost() !== undefined,
+          });
           // The handler's ctx.signal is a per-delivery child too: whatever a handler leaves on it goes with it. It
           // follows the stop signal and the circuit signal current when the delivery starts.
-          const parents = breaker ? [signal, this.circuitController.signal] : signal;
+          const parents = goingBack ?? (breaker ? [signal, this.circuitController.signal] : signal);
           // The handler, its responses and the settlement run in the message's process span (tracing.ts).
           const { result, error } = await withProcessSpan(message, { topic: this.options.endpointId, subscription: this.options.endpointId }, async (span) => {
             const r = await withLinkedSignal(parents, (deliverySignal) => this.dispatcher.dispatchDetailed(message, port, deliverySignal));
@@ -442,8 +467,9 @@ export class SubscriberHost implements AsyncDisposable {
           this.options.onDelivery?.(result, receiver.sessionId);
           // Counted before any hold, so a failing endpoint opens its circuit as soon as the threshold is reached. A
           // delivery whose broker call was given up failed on the connection, not in the handler: not counted.
+          // A delivery going back was cancelled before its handler: nothing the breaker should count.
           permit?.record(
-            link.lost && result === 'transient'
+            goingBack || (link.lost && result === 'transient')
               ? 'ignored'
               : result === 'handlerFailed' || result === 'transient'
                 ? 'failure'
@@ -490,16 +516,27 @@ export class SubscriberHost implements AsyncDisposable {
                 : `${lostTo.operation} did not answer; the message was settled (${result})`;
             throw new Error(`giving the session up: ${why}`, { cause: lostTo });
           }
+          // A delivery going back whose dead-letter failed: the session is released with the rest (no hold: the
+          // broker ends it at the release, as it would have without the budget path).
+          if (goingBack) {
+            if (result === 'transient') return false;
+            continue;
+          }
           // Left unsettled for redelivery: keep the session for a while first. Released at once, the message would
           // come straight back and a short outage would spend its whole delivery budget in seconds.
           const unsettled = result === 'transient';
           if (unsettled) await this.hold(receiver, message.deliveryCount, lockMs, horizon);
           // Opened (or still half-open: a probe's outcome that said nothing gave its slot back when recorded): the rest
-          // of this batch goes back untouched.
-          if (breaker && breaker.state !== 'Closed') return false;
+          // of this batch goes back, those on their last delivery by the budget path (above).
+          if (breaker && breaker.state !== 'Closed') {
+            circuitOpened = AbortSignal.abort(new Error('endpoint circuit opened'));
+            continue;
+          }
           // A delivery left unsettled must come back before anything after it in the session: release the session.
           if (unsettled || result === 'cancelled') return false;
         }
+        // The rest went back (stopping, or the circuit opened): release the session.
+        if (circuitOpened) return false;
         lastBatchMs = Date.now() - batchStartedAt;
       } finally {
         permit?.release();
