@@ -340,7 +340,10 @@ export class BatchResolution {
       const results = await withInternalSpan(
         `record ${first.endpointId}`,
         { ...writeSpanAttributes(first.m, first.endpointId), 'nimbus.resolver.messages': members.length },
-        () => this.#ctx.store.recordOutcomes(members.map(({ m, history, status }) => ({ history, status, mayBeLate: mayBeLate(m) }))),
+        () =>
+          this.#ctx.store.recordOutcomes(
+            members.map(({ m, history, status }) => ({ history, status, mayBeLate: mayBeLate(m), originalTimeUnknown: m.originalTimeUnknown })),
+          ),
         processContextOf({ applicationProperties: first.m.properties }),
       );
       const elapsed = performance.now() - started;
@@ -400,7 +403,7 @@ async function recordEvent(
   }
   let result: RecordedOutcome;
   try {
-    result = await ctx.store.recordOutcome({ history, status, mayBeLate: mayBeLate(m) });
+    result = await ctx.store.recordOutcome({ history, status, mayBeLate: mayBeLate(m), originalTimeUnknown: m.originalTimeUnknown });
   } catch (err) {
     const failure = classifyStoreFailure(err);
     ctx.metrics.outcomeWritten({ ...tags, 'error.type': failure.kind });

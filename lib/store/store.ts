@@ -903,18 +903,26 @@ export class MessageStore {
    * broker redelivery of it. Its earlier attempt may have lost its history create as well as its row write, so an
    * entry this call creates does not prove a first arrival, and the guard's history questions are asked as for a
    * copy (HistoryContext.answer). Left out for a first delivery: its entry created here spares the query.
+   *
+   * `originalTimeUnknown`: the write's enqueuedAt is not the message's original enqueue time (a Resolver replacement
+   * whose OriginalEnqueuedTimeUtc was missing or rejected); rule 8 then asks without its enqueue-time bound.
    */
   async recordOutcome(args: {
     history: HistoryWrite;
     status: StatusWrite;
     expect?: RowExpectation;
     mayBeLate?: boolean;
+    originalTimeUnknown?: boolean;
   }): Promise<{ history: { recorded: boolean; entry: HistoryEntry }; status: StatusWriteResult }> {
     const history = this.recordHistory(args.history);
     history.catch(() => undefined); // observed below; this only keeps an early status failure from orphaning it
     let status: StatusWriteResult;
     try {
-      status = await this.#writeStatus(args.status, args.expect, this.#historyContext(history, args.mayBeLate ? [args.status.messageId] : []));
+      status = await this.#writeStatus(
+        args.status,
+        args.expect,
+        this.#historyContext(history, args.mayBeLate ? [args.status.messageId] : [], args.originalTimeUnknown ? [args.status.messageId] : []),
+      );
     } catch (err) {
       await history.catch(() => undefined);
       throw err;
@@ -932,7 +940,7 @@ export class MessageStore {
    * throws and leaves the status unwritten (history entries may be recorded; they are idempotent).
    */
   async recordOutcomes(
-    items: Array<{ history: HistoryWrite; status: StatusWrite; mayBeLate?: boolean }>,
+    items: Array<{ history: HistoryWrite; status: StatusWrite; mayBeLate?: boolean; originalTimeUnknown?: boolean }>,
   ): Promise<Array<{ history: { recorded: boolean; entry: HistoryEntry }; status: StatusWriteResult }>> {
     if (items.length === 0) return [];
     if (items.length === 1) return [await this.recordOutcome(items[0]!)];
@@ -948,7 +956,11 @@ export class MessageStore {
       statuses = await this.#writeStatusChain(
         items.map((i) => i.status),
         undefined,
-        this.#historyContext(history, items.filter((i) => i.mayBeLate).map((i) => i.status.messageId)),
+        this.#historyContext(
+          history,
+          items.filter((i) => i.mayBeLate).map((i) => i.status.messageId),
+          items.filter((i) => i.originalTimeUnknown).map((i) => i.status.messageId),
+        ),
       );
     } catch (err) {
       await history.catch(() => undefined);
@@ -997,11 +1009,16 @@ export class MessageStore {
 
   /**
    * The history context of one writeStatus / recordOutcome(s) call (lib/store/historyContext.ts): `recorded`, the
-   * call's own history write (none for a plain writeStatus); `mayBeLate`, the ids the caller marked late. Its
+   * call's own history write (none for a plain writeStatus); `mayBeLate`, the ids the caller marked late;
+   * `timeUnknown`, the ids whose enqueuedAt is not their original time (rule 8 asked without its bound). Its
    * questions are answered by #historyAnswer.
    */
-  #historyContext(recorded?: Promise<RecordedHistory | RecordedHistory[]>, mayBeLate: Iterable<string> = []): HistoryContext {
-    return new HistoryContext((w, questions) => this.#historyAnswer(w, questions), recorded, mayBeLate);
+  #historyContext(
+    recorded?: Promise<RecordedHistory | RecordedHistory[]>,
+    mayBeLate: Iterable<string> = [],
+    timeUnknown: Iterable<string> = [],
+  ): HistoryContext {
+    return new HistoryContext((w, questions) => this.#historyAnswer(w, questions), recorded, mayBeLate, timeUnknown);
   }
 
   async #writeStatus(input: StatusWrite, expect: RowExpectation | undefined, history: HistoryContext): Promise<StatusWriteResult> {
