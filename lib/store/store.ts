@@ -906,6 +906,10 @@ export class MessageStore {
    *
    * `originalTimeUnknown`: the write's enqueuedAt is not the message's original enqueue time (a Resolver replacement
    * whose OriginalEnqueuedTimeUtc was missing or rejected); rule 8 then asks without its enqueue-time bound.
+   *
+   * `onHistory`: told the history write's result once it is stored, before the call returns or throws - also when
+   * the status write then fails, which the result cannot say: the Resolver counts some outcomes by the call that
+   * created their history entry (resolver-worker/outcomeMetrics.ts), and that call may be one whose row write failed.
    */
   async recordOutcome(args: {
     history: HistoryWrite;
@@ -913,6 +917,7 @@ export class MessageStore {
     expect?: RowExpectation;
     mayBeLate?: boolean;
     originalTimeUnknown?: boolean;
+    onHistory?: (history: RecordedHistory) => void;
   }): Promise<{ history: { recorded: boolean; entry: HistoryEntry }; status: StatusWriteResult }> {
     const history = this.recordHistory(args.history);
     history.catch(() => undefined); // observed below; this only keeps an early status failure from orphaning it
@@ -924,10 +929,13 @@ export class MessageStore {
         this.#historyContext(history, args.mayBeLate ? [args.status.messageId] : [], args.originalTimeUnknown ? [args.status.messageId] : []),
       );
     } catch (err) {
-      await history.catch(() => undefined);
+      const recorded = await history.catch(() => undefined);
+      if (recorded !== undefined) args.onHistory?.(recorded);
       throw err;
     }
-    return { history: await history, status };
+    const recorded = await history;
+    args.onHistory?.(recorded);
+    return { history: recorded, status };
   }
 
   /**
@@ -940,7 +948,13 @@ export class MessageStore {
    * throws and leaves the status unwritten (history entries may be recorded; they are idempotent).
    */
   async recordOutcomes(
-    items: Array<{ history: HistoryWrite; status: StatusWrite; mayBeLate?: boolean; originalTimeUnknown?: boolean }>,
+    items: Array<{
+      history: HistoryWrite;
+      status: StatusWrite;
+      mayBeLate?: boolean;
+      originalTimeUnknown?: boolean;
+      onHistory?: (history: RecordedHistory) => void;
+    }>,
   ): Promise<Array<{ history: { recorded: boolean; entry: HistoryEntry }; status: StatusWriteResult }>> {
     if (items.length === 0) return [];
     if (items.length === 1) return [await this.recordOutcome(items[0]!)];
@@ -963,10 +977,12 @@ export class MessageStore {
         ),
       );
     } catch (err) {
-      await history.catch(() => undefined);
+      const recorded = await history.catch(() => undefined);
+      if (recorded !== undefined) items.forEach((i, k) => i.onHistory?.(recorded[k]!));
       throw err;
     }
     const entries = await history;
+    items.forEach((i, k) => i.onHistory?.(entries[k]!));
     return statuses.map((status, k) => ({ history: entries[k]!, status }));
   }
 
