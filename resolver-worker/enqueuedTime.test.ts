@@ -125,6 +125,31 @@ describe('reading the enqueue time', () => {
   });
 });
 
+describe('a replacement whose original time is unknown', () => {
+  test('is marked (the store asks rule 8 without its bound), and its own replacement stays unknown', () => {
+    // Missing (an older Resolver's replacement, a property stripped) or rejected: enqueuedAt is the replacement's own
+    // broker time, later than the retry the SDK sent beside the failure, so rule 8's bound at it found no retry.
+    for (const props of [
+      { [Prop.ThrottleRetryCount]: 1 },
+      { [Prop.ThrottleRetryCount]: 2, [Prop.OriginalEnqueuedTimeUtc]: 'yesterday' },
+      { [Prop.ThrottleRetryCount]: '3', [Prop.OriginalEnqueuedTimeUtc]: '2000-01-01T00:00:00.000Z' },
+    ]) {
+      const m = readResolverMessage(received(props));
+      assert.equal(m.originalTimeUnknown, true, JSON.stringify(props));
+      assert.equal(m.enqueuedAt, REPLACEMENT_ACTIVE.toISOString());
+      // Carried on as the original's, its own time would read as plausible on the next replacement: not carried.
+      const next = replacementOf(received(props), 4);
+      assert.equal(next.applicationProperties?.[Prop.OriginalEnqueuedTimeUtc], undefined, JSON.stringify(props));
+      assert.equal(readResolverMessage(received({ ...next.applicationProperties })).originalTimeUnknown, true);
+    }
+    // Known: an honoured replacement, a first delivery, a message that is no replacement (a value on it is a problem,
+    // not an unknown original: the broker's time is its own).
+    assert.equal(readResolverMessage(received({ [Prop.OriginalEnqueuedTimeUtc]: ORIGINAL, [Prop.ThrottleRetryCount]: 1 })).originalTimeUnknown, false);
+    assert.equal(readResolverMessage(received({})).originalTimeUnknown, false);
+    assert.equal(readResolverMessage(received({ [Prop.OriginalEnqueuedTimeUtc]: 'yesterday' })).originalTimeUnknown, false);
+  });
+});
+
 describe("a throttled message's replacement", () => {
   test("the first stamps the original's broker time; later ones keep it through every reschedule", () => {
     const first = replacementOf(received({}, new Date(ORIGINAL)), 1);

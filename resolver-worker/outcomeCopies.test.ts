@@ -349,4 +349,28 @@ describe('the ErrorResponse comes back alone after more than 7 later messages of
     assert.deepEqual(comments, [`Ignored stale ErrorResponse ${x.messageId}: the row already holds a later outcome (superseded-by-retry).`]);
     assert.equal(await failedCount(ep), failedBefore, 'the copy is not counted');
   });
+
+  test('a replacement without a readable OriginalEnqueuedTimeUtc is taken as the oldest: refused, the row stays Completed', async () => {
+    // An older Resolver's replacement (no property) or one whose value is unreadable: recorded with its own broker
+    // time, after its retries. Rule 8 bounded at that time found no retry: on the code before, the row turned Failed.
+    const ep = uniq('crm');
+    const eventId = uniq('e');
+    const sessionId = uniq('s');
+    // Past the applied ids (as above), so rule 7 does not refuse it first and rule 8 decides.
+    const all = retrySeries(ep, eventId, sessionId, uniq('req'), 5);
+    await oneByOne(all, 1);
+    const completed = (await h.store.getStatusRow(ep, eventId, sessionId))!;
+    assert.equal(completed.status, S.Completed);
+    const x = all[0]!;
+    assert.ok(!completed.appliedMessageIds?.includes(x.messageId!));
+    const replacements: Array<Record<string, string | number>> = [
+      { [Prop.ThrottleRetryCount]: 1 },
+      { [Prop.ThrottleRetryCount]: 2, [Prop.OriginalEnqueuedTimeUtc]: 'yesterday' },
+    ];
+    for (const [k, props] of replacements.entries()) {
+      await oneByOne([{ ...x, props: { ...x.props, ...props } }], k + 2);
+      const row = await h.store.getStatusRow(ep, eventId, sessionId);
+      assert.deepEqual([row?.status, row?.lastMessageId], [S.Completed, completed.lastMessageId], JSON.stringify(props));
+    }
+  });
 });

@@ -35,72 +35,47 @@ describe('pure parts', () => {
     assert.equal(handlingLatencyMs({ ...m, queueTimeMs: undefined }, new Date()), undefined);
   });
 
-  test('a copy is counted once: applied again over its own version or over a later message\'s', () => {
+  test('a response is counted when first applied; a copy applied again over its own version or a later message\'s is not', () => {
     const added: string[] = [];
     const recorder = createOutcomeRecorder({ add: (p) => void added.push(p.count) }, () => new Date());
-    const x = { messageId: 'x', messageType: T.ErrorResponse, eventTypeId: 'E', enqueuedAt: new Date().toISOString(), queueTimeMs: undefined, processingTimeMs: undefined };
-    const failed = { status: 'Failed' as const, eventTypeId: 'E' };
+    const x = { messageId: 'x', messageType: T.ResolutionResponse, eventTypeId: 'E', enqueuedAt: new Date().toISOString(), queueTimeMs: undefined, processingTimeMs: undefined };
+    const completed = { status: 'Completed' as const, eventTypeId: 'E' };
     // A throttled write: its history landed on the first attempt, its row write only on the replacement's.
-    recorder.applied(x, 'ep', { row: failed, previousMessageId: 'req', previousConditional: false, previousMessageIds: ['req'], historyRecorded: false });
-    assert.deepEqual(added, ['failed'], 'first applied: counted');
-    recorder.applied(x, 'ep', { row: failed, previousMessageId: 'x', previousConditional: false, previousMessageIds: ['x', 'req'], historyRecorded: false });
-    recorder.applied(x, 'ep', { row: failed, previousMessageId: 'y', previousConditional: false, previousMessageIds: ['y', 'x', 'req'], historyRecorded: false });
-    assert.deepEqual(added, ['failed'], 'over its own version, and over the RetryRequest after it: not again');
-    recorder.applied({ ...x, messageId: 'x2' }, 'ep', { row: failed, previousMessageId: 'y', previousConditional: false, previousMessageIds: ['y', 'x', 'req'], historyRecorded: true });
-    assert.deepEqual(added, ['failed', 'failed'], 'a new failure after the retry: counted');
+    recorder.applied(x, 'ep', { row: completed, previousMessageIds: ['req'] });
+    assert.deepEqual(added, ['handled'], 'first applied: counted');
+    recorder.applied(x, 'ep', { row: completed, previousMessageIds: ['x', 'req'] });
+    recorder.applied(x, 'ep', { row: completed, previousMessageIds: ['y', 'x', 'req'] });
+    assert.deepEqual(added, ['handled'], 'over its own version, and over a message after it: not again');
+    recorder.historyCreated(x, 'ep');
+    assert.deepEqual(added, ['handled'], 'its history entry does not count it');
   });
 
-  test("a console command is counted when its write first replaces the claim, although the claim holds its id", () => {
+  test('a failure and a console command are counted by the call that creates their history entry, never by their row write', () => {
     const added: string[] = [];
     const recorder = createOutcomeRecorder({ add: (p) => void added.push(p.count) }, () => new Date());
-    const cmd = { messageId: 'cmd', messageType: T.ResubmissionRequest, eventTypeId: 'E', enqueuedAt: new Date().toISOString(), queueTimeMs: undefined, processingTimeMs: undefined };
-    const pending = { status: 'Pending' as const, eventTypeId: 'E' };
-    // The version it replaces is the Manager's claim, under the command's own id (a conditional write).
-    const overClaim = { row: pending, previousMessageId: 'cmd', previousConditional: true, previousMessageIds: ['cmd', 'x'] };
-    recorder.applied(cmd, 'ep', { ...overClaim, historyRecorded: true });
-    assert.deepEqual(added, ['resubmitted']);
-    // Its copy replaces the command's own record (unconditional): not again, whatever the history said.
-    recorder.applied(cmd, 'ep', { row: pending, previousMessageId: 'cmd', previousConditional: false, previousMessageIds: ['cmd', 'x'], historyRecorded: false });
-    assert.deepEqual(added, ['resubmitted'], 'its copy: not again');
+    const base = { eventTypeId: 'E', enqueuedAt: new Date().toISOString(), queueTimeMs: undefined, processingTimeMs: undefined };
+    const failure = { ...base, messageId: 'x', messageType: T.ErrorResponse };
+    // Its history created by a call whose row write then applied, was refused (rule 8) or failed: counted there, once.
+    recorder.historyCreated(failure, 'ep');
+    assert.deepEqual(added, ['failed']);
+    // The row write applied (first, or a replacement after a failed attempt, or a copy): not counted by it.
+    recorder.applied(failure, 'ep', { row: { status: 'Failed', eventTypeId: 'E' }, previousMessageIds: ['req'] });
+    assert.deepEqual(added, ['failed'], 'the applied write adds none');
+    // A dead-lettering ErrorResponse is a final answer the guard never refuses: counted when applied, as before.
+    recorder.historyCreated({ ...failure, messageId: 'd', deadLetterErrorDescription: 'poison' }, 'ep');
+    assert.deepEqual(added, ['failed']);
+    recorder.applied({ ...failure, messageId: 'd' }, 'ep', { row: { status: 'DeadLettered', eventTypeId: 'E' }, previousMessageIds: ['req'] });
+    assert.deepEqual(added, ['failed', 'deadLettered']);
+    // A resubmit: by its history entry; its write over the claim or another version adds none.
+    const cmd = { ...base, messageId: 'cmd', messageType: T.ResubmissionRequest };
+    recorder.historyCreated(cmd, 'ep');
+    recorder.applied(cmd, 'ep', { row: { status: 'Pending', eventTypeId: 'E' }, previousMessageIds: ['x'] });
+    assert.deepEqual(added, ['failed', 'deadLettered', 'resubmitted']);
     // A skip command has no count of its own (the row is Pending until the subscriber's SkipResponse, counted then).
-    recorder.applied({ ...cmd, messageId: 'skip', messageType: T.SkipRequest }, 'ep', { row: pending, previousMessageId: 'skip', previousConditional: true, previousMessageIds: ['skip', 'cmd'], historyRecorded: true });
-    assert.deepEqual(added, ['resubmitted']);
-  });
-
-  test("a console command whose history landed on an attempt whose status write failed is counted on the redelivery", () => {
-    const added: string[] = [];
-    const recorder = createOutcomeRecorder({ add: (p) => void added.push(p.count) }, () => new Date());
-    const cmd = { messageId: 'cmd', messageType: T.ResubmissionRequest, eventTypeId: 'E', enqueuedAt: new Date().toISOString(), queueTimeMs: undefined, processingTimeMs: undefined };
-    const pending = { status: 'Pending' as const, eventTypeId: 'E' };
-    // The first attempt recorded the history entry and failed at the row: nothing reached the recorder. The
-    // redelivery finds the entry there, and its write is the first to replace the claim.
-    recorder.applied(cmd, 'ep', { row: pending, previousMessageId: 'cmd', previousConditional: true, previousMessageIds: ['cmd', 'x'], historyRecorded: false });
-    assert.deepEqual(added, ['resubmitted']);
-    // Not claimed (an older Manager: its first write replaces another message's version and records its history
-    // entry): counted once; its copy over its own record is not.
-    recorder.applied({ ...cmd, messageId: 'cmd2' }, 'ep', { row: pending, previousMessageId: 'cmd', previousConditional: false, previousMessageIds: ['cmd', 'x'], historyRecorded: true });
-    recorder.applied({ ...cmd, messageId: 'cmd2' }, 'ep', { row: pending, previousMessageId: 'cmd2', previousConditional: false, previousMessageIds: ['cmd2', 'cmd', 'x'], historyRecorded: false });
-    assert.deepEqual(added, ['resubmitted', 'resubmitted']);
-    // A claim of an older writer, which did not say how it was written: the history entry decides, as before.
-    recorder.applied({ ...cmd, messageId: 'cmd3' }, 'ep', { row: pending, previousMessageId: 'cmd3', previousConditional: undefined, previousMessageIds: ['cmd3'], historyRecorded: true });
-    recorder.applied({ ...cmd, messageId: 'cmd3' }, 'ep', { row: pending, previousMessageId: 'cmd3', previousConditional: undefined, previousMessageIds: ['cmd3'], historyRecorded: false });
-    assert.deepEqual(added, ['resubmitted', 'resubmitted', 'resubmitted']);
-  });
-
-  test('a console command\'s copy that arrives after later messages is not counted again', () => {
-    const added: string[] = [];
-    const recorder = createOutcomeRecorder({ add: (p) => void added.push(p.count) }, () => new Date());
-    const cmd = { messageId: 'cmd', messageType: T.ResubmissionRequest, eventTypeId: 'E', enqueuedAt: new Date().toISOString(), queueTimeMs: undefined, processingTimeMs: undefined };
-    const pending = { status: 'Pending' as const, eventTypeId: 'E' };
-    // Claim, then the command's record: counted once.
-    recorder.applied(cmd, 'ep', { row: pending, previousMessageId: 'cmd', previousConditional: true, previousMessageIds: ['cmd', 'err0'], historyRecorded: true });
-    assert.deepEqual(added, ['resubmitted']);
-    // Then err1 and retry1 (parent cmd) and a ResolutionResponse (parent retry1); the batch comes back after a lost
-    // lock and the guard lets the command's copy through over Completed (rule 6): it found its history entry there.
-    recorder.applied(cmd, 'ep', { row: pending, previousMessageId: 'res1', previousConditional: false, previousMessageIds: ['res1', 'retry1', 'err1', 'cmd', 'err0'], historyRecorded: false });
-    // Over the row the Resolver put back after a refusal, or Reconcile repaired: both conditional writes.
-    recorder.applied(cmd, 'ep', { row: pending, previousMessageId: 'notice', previousConditional: true, previousMessageIds: ['notice', 'cmd', 'err0'], historyRecorded: false });
-    assert.deepEqual(added, ['resubmitted'], 'the copies: not again');
+    recorder.historyCreated({ ...cmd, messageId: 'skip', messageType: T.SkipRequest }, 'ep');
+    // A request copy: no count either way.
+    recorder.historyCreated({ ...cmd, messageId: 'req', messageType: T.EventRequest }, 'ep');
+    assert.deepEqual(added, ['failed', 'deadLettered', 'resubmitted']);
   });
 
   test('percentiles from the histogram land in the right bin', () => {

@@ -1,26 +1,49 @@
-// The Resolver's side of the stored time series (issue 16): which bucket count an applied status write adds to,
-// and the handling latency it measures. Called from one place (afterStatus in resolve.ts) for every status write
-// the guard applied; a redelivered or stale copy the guard ignores never gets here, and one it applies again (a
-// terminal write always passes it, even over a later version) is known by the row's applied message ids and not
-// counted twice - except a console command, which is known by the version its write replaced instead (see applied).
+// The Resolver's side of the stored time series (issue 16): which bucket count a message's outcome adds to, and
+// the handling latency it measures. Each message is counted once, by one of two rules (countedByHistory says which):
+// - most outcomes when their status write is applied (afterStatus in resolve.ts calls `applied`): a redelivered or
+//   stale copy the guard ignores never gets there, and one it applies again is known by the row's applied message
+//   ids and not counted twice;
+// - a failure (an ErrorResponse writing Failed) and a console command by the call that creates their history entry
+//   (`historyCreated`, from the store's onHistory), whether their row write then applies, is refused or fails. Those
+//   are the outcomes whose first record the guard may refuse although they happened (rule 8: a failure its own retry
+//   superseded, whose row write never landed; rule 2: a command whose answer landed over the claim first) or whose
+//   row write may fail after the history landed and whose replacement the applied rule cannot tell from a copy. The
+//   history is idempotent by MessageId, so only one call per message creates the entry: a copy, a replacement or a
+//   redelivery finds it there.
 // Only adds to the in-memory buffer of lib/store/timeSeries.ts: the writes are batched off the hot path.
-import { MANAGER_ONLY_TYPES, MessageType, ResolutionStatus, type MessageType as MessageTypeT } from '@nimbus/sdk/contract';
+import {
+  MANAGER_ONLY_TYPES,
+  MessageType,
+  ResolutionStatus,
+  resultingStatus,
+  type MessageType as MessageTypeT,
+  type ResolutionStatus as ResolutionStatusT,
+} from '@nimbus/sdk/contract';
 import type { OutcomeCount, StatusRow, TimeSeriesStore } from '../lib/store/index.ts';
 
 export interface OutcomeRecorder {
+  /** A status write the guard applied (the outcomes countedByHistory leaves out). */
   applied(m: OutcomeMessage, endpointId: string, written: AppliedWrite): void;
+  /**
+   * The message's history entry was created by this call (recordOutcome(s)' onHistory with `recorded: true`),
+   * whatever its status write then does: the outcomes countedByHistory names are counted here.
+   */
+  historyCreated(m: OutcomeMessage & { deadLetterErrorDescription?: string | undefined }, endpointId: string): void;
 }
 
-/** What the recorder reads of an applied write: the status write's result and its history entry's. */
+/**
+ * Whether an outcome is counted by the call that creates its history entry rather than by its applied row write:
+ * a failure (an ErrorResponse writing Failed) and a console command (a Manager-only type).
+ */
+export function countedByHistory(messageType: MessageTypeT, status: ResolutionStatusT): boolean {
+  return MANAGER_ONLY_TYPES.has(messageType) || (messageType === MessageType.ErrorResponse && status === ResolutionStatus.Failed);
+}
+
+/** What the recorder reads of an applied write: the status write's result. */
 export interface AppliedWrite {
   row: Pick<StatusRow, 'status' | 'eventTypeId'>;
-  /** The message that wrote the version this write replaced (null: a create). */
-  previousMessageId: string | null;
-  /** Whether that version was written by a conditional write, a claim (undefined: an older writer's, or a create). */
-  previousConditional: boolean | undefined;
+  /** The ids of the messages applied to the version this write replaced (a message among them is a copy). */
   previousMessageIds: readonly string[];
-  /** Whether this write created the message's history entry (false: a copy found it there). */
-  historyRecorded: boolean;
 }
 
 /** What the recorder reads of the message (a subset of ResolverMessage). */
@@ -67,35 +90,32 @@ export function handlingLatencyMs(m: OutcomeMessage, recordedAt: Date): number |
 }
 
 export function createOutcomeRecorder(series: Pick<TimeSeriesStore, 'add'>, now: () => Date): OutcomeRecorder {
+  const add = (m: OutcomeMessage, endpointId: string, eventTypeId: string | undefined, count: OutcomeCount) => {
+    const at = now();
+    const latencyMs = count === 'resubmitted' ? undefined : handlingLatencyMs(m, at);
+    series.add({ endpointId, eventTypeId: eventTypeId ?? m.eventTypeId ?? '', at, count, ...(latencyMs !== undefined ? { latencyMs } : {}) });
+  };
   return {
-    applied(m, endpointId, { row, previousMessageId, previousConditional, previousMessageIds, historyRecorded }) {
-      if (MANAGER_ONLY_TYPES.has(m.messageType)) {
-        // A console command (resubmit, skip; one reaching a status write came through the Manager topic): the Manager
-        // claims the row under the command's own id before sending it, so the version the Resolver's write replaces
-        // always holds that id and the check below would never count it. Counted when the write first records the
-        // command: over a version under its own id, when that version is the claim (a conditional write) - a copy
-        // coming back over the command's own record (unconditional) is not; over another message's version, when
-        // this write created the command's history entry. A copy that arrives after later messages is refused over
-        // a settled row (rule 7); over a Pending one (a batch redelivered after a lost lock, the retry's copy back over
-        // the command) it replaces one of theirs: it found its history entry there and is not counted again. A command nothing claimed (an older Manager) is counted by its history entry too.
-        // Not by the history entry alone: it is written before the status, so an attempt whose history landed and
-        // whose status write then failed counted nothing, and its redelivery found the entry there and counted
-        // nothing either. Over the claim, the status write is what a redelivery repeats until it lands. A version of
-        // an older writer does not say how it was written: as before, the history entry decides.
-        const first = previousMessageId === m.messageId ? (previousConditional ?? historyRecorded) : historyRecorded;
-        if (!first) return;
-      } else if (previousMessageIds.includes(m.messageId)) {
-        // A copy written again: over its own version (a no-op the guard lets through), or over a later message's (an
-        // ErrorResponse and the message after it both redelivered, the copy of the first applied over the second: the
-        // guard refuses that now, already-applied, except over a row written before the applied ids were kept).
-        // Its outcome was counted when it was first applied; the row's last message id alone would miss the second.
-        return;
-      }
+    applied(m, endpointId, { row, previousMessageIds }) {
+      // Counted when its history entry was created (historyCreated): a failure, a console command. Before, a command
+      // was counted here (over its claim, or when this write created its entry) and a failure too: an attempt whose
+      // history landed and whose row write failed counted nothing, and its replacement was not counted either when
+      // the guard refused it (rule 8 for a failure its retry superseded, rule 2 for a command whose answer landed
+      // first) or, for a command, when it landed over another message's version.
+      if (countedByHistory(m.messageType, row.status)) return;
+      // A copy written again: over its own version (a no-op the guard lets through), or over a later message's (a
+      // response and the message after it both redelivered, the copy of the first applied over the second: the guard
+      // refuses that now, already-applied, except over a row written before the applied ids were kept). Its outcome
+      // was counted when it was first applied; the row's last message id alone would miss the second.
+      if (previousMessageIds.includes(m.messageId)) return;
       const count = outcomeCountOf(m.messageType, row.status);
-      if (count === undefined) return;
-      const at = now();
-      const latencyMs = count === 'resubmitted' ? undefined : handlingLatencyMs(m, at);
-      series.add({ endpointId, eventTypeId: row.eventTypeId ?? m.eventTypeId ?? '', at, count, ...(latencyMs !== undefined ? { latencyMs } : {}) });
+      if (count !== undefined) add(m, endpointId, row.eventTypeId ?? undefined, count);
+    },
+    historyCreated(m, endpointId) {
+      const { status } = resultingStatus(m.messageType, m.deadLetterErrorDescription);
+      if (!countedByHistory(m.messageType, status)) return;
+      const count = outcomeCountOf(m.messageType, status);
+      if (count !== undefined) add(m, endpointId, m.eventTypeId, count);
     },
   };
 }

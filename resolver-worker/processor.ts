@@ -23,7 +23,7 @@ import { sleep } from '../lib/concurrency/sleep.ts';
 import { BatchResolution, resolveMessage, type ResolveContext, type Settlement } from './resolve.ts';
 import { StoreOutage } from './outage.ts';
 import { STOPPED, untilStopped } from './untilStopped.ts';
-import { enqueuedTimeOf, type ReplacementBudget } from './read.ts';
+import { enqueuedTimeOf, originalTimeUnknownOf, type ReplacementBudget } from './read.ts';
 import { DEFAULT_BUDGET } from './budget.ts';
 
 export interface ProcessorOptions {
@@ -621,8 +621,11 @@ export function replacementOf(
     [Prop.ThrottleRetryCount]: attempt,
   };
   const enqueued = enqueuedTimeOf(message, budget).at;
-  if (enqueued) applicationProperties[Prop.OriginalEnqueuedTimeUtc] = enqueued.toISOString();
-  // Unreadable and no broker time to put instead: dropped rather than carried on as a problem on every copy.
+  // A replacement whose original time is unknown stays unknown: its own broker time, carried on as the original's,
+  // would read as a plausible time on the next replacement and bound the guard's rule 8 at a time after the retry
+  // that superseded it (read.ts originalTimeUnknown). Unreadable and no broker time to put instead: dropped too,
+  // rather than carried on as a problem on every copy.
+  if (enqueued && !originalTimeUnknownOf(message, budget)) applicationProperties[Prop.OriginalEnqueuedTimeUtc] = enqueued.toISOString();
   else delete applicationProperties[Prop.OriginalEnqueuedTimeUtc];
   const copy: ServiceBusMessage = {
     body: message.body,

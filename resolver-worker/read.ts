@@ -48,6 +48,12 @@ export interface ResolverMessage {
    * carries in OriginalEnqueuedTimeUtc (see enqueuedTimeOf), else the time of reading when the broker gave none.
    */
   enqueuedAt: string;
+  /**
+   * A Resolver replacement (ThrottleRetryCount > 0) whose OriginalEnqueuedTimeUtc is missing or was rejected:
+   * `enqueuedAt` is then its own broker time, when its schedule came due, not the message's, which is unknown. The
+   * store asks the stale-write guard's rule 8 without its enqueue-time bound for it (docs/resolver.md).
+   */
+  originalTimeUnknown: boolean;
   content: MessageContent;
   /** Why the body could not be read as the envelope (the message is still recorded). */
   bodyProblem: string | undefined;
@@ -136,7 +142,7 @@ function ageText(ms: number): string {
 export function enqueuedTimeOf(
   message: ServiceBusReceivedMessage,
   budget: ReplacementBudget = DEFAULT_BUDGET,
-): { at: Date | undefined; problem?: string } {
+): { at: Date | undefined; problem?: string; original?: true } {
   const broker = message.enqueuedTimeUtc instanceof Date && Number.isFinite(message.enqueuedTimeUtc.getTime()) ? message.enqueuedTimeUtc : undefined;
   const props = message.applicationProperties as Record<string, unknown> | undefined;
   const raw = props?.[Prop.OriginalEnqueuedTimeUtc];
@@ -153,7 +159,16 @@ export function enqueuedTimeOf(
   const maxAgeMs = maxReplacementAgeMs(budget);
   if (broker && broker.getTime() - original.getTime() > maxAgeMs)
     return { at: broker, problem: `${Prop.OriginalEnqueuedTimeUtc} is more than ${ageText(maxAgeMs)} before the broker's enqueue time` };
-  return { at: original };
+  return { at: original, original: true };
+}
+
+/**
+ * Whether a message is a Resolver replacement whose original enqueue time is unknown: ThrottleRetryCount > 0 (read
+ * as readResolverMessage reads it) and OriginalEnqueuedTimeUtc missing or not honoured (enqueuedTimeOf).
+ */
+export function originalTimeUnknownOf(message: ServiceBusReceivedMessage, budget: ReplacementBudget = DEFAULT_BUDGET): boolean {
+  const throttle = countSchema.safeParse((message.applicationProperties as Record<string, unknown> | undefined)?.[Prop.ThrottleRetryCount]);
+  return throttle.success && throttle.data > 0 && enqueuedTimeOf(message, budget).original !== true;
 }
 
 export function readResolverMessage(
@@ -219,6 +234,7 @@ export function readResolverMessage(
     queueTimeMs: count(Prop.QueueTimeMs),
     processingTimeMs: count(Prop.ProcessingTimeMs),
     enqueuedAt: (enqueued.at ?? now()).toISOString(),
+    originalTimeUnknown: (throttle ?? 0) > 0 && enqueued.original !== true,
     content: decoded.content,
     // An absent body is normal for some control messages; only a body that is there and unreadable is a problem.
     bodyProblem: decoded.ok || message.body == null || message.body === '' ? undefined : decoded.problem,

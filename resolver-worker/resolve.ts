@@ -340,7 +340,16 @@ export class BatchResolution {
       const results = await withInternalSpan(
         `record ${first.endpointId}`,
         { ...writeSpanAttributes(first.m, first.endpointId), 'nimbus.resolver.messages': members.length },
-        () => this.#ctx.store.recordOutcomes(members.map(({ m, history, status }) => ({ history, status, mayBeLate: mayBeLate(m) }))),
+        () =>
+          this.#ctx.store.recordOutcomes(
+            members.map(({ m, endpointId, history, status }) => ({
+              history,
+              status,
+              mayBeLate: mayBeLate(m),
+              originalTimeUnknown: m.originalTimeUnknown,
+              onHistory: countOnHistory(m, endpointId, this.#ctx),
+            })),
+          ),
         processContextOf({ applicationProperties: first.m.properties }),
       );
       const elapsed = performance.now() - started;
@@ -364,6 +373,16 @@ export class BatchResolution {
  */
 function mayBeLate(m: ResolverMessage): boolean {
   return m.throttleRetryCount > 0 || m.wireDeliveryCount > 0;
+}
+
+/**
+ * The store's onHistory for a message's record: the outcomes counted by the call that creates their history entry
+ * (outcomeMetrics.ts countedByHistory) are counted when it does, also when the row write then fails or is refused.
+ */
+function countOnHistory(m: ResolverMessage & { messageType: MessageTypeT }, endpointId: string, ctx: ResolveContext) {
+  return (history: { recorded: boolean }) => {
+    if (history.recorded) ctx.outcomes?.historyCreated(m, endpointId);
+  };
 }
 
 /** What the Resolver's store-write span says about the message it records. */
@@ -400,7 +419,13 @@ async function recordEvent(
   }
   let result: RecordedOutcome;
   try {
-    result = await ctx.store.recordOutcome({ history, status, mayBeLate: mayBeLate(m) });
+    result = await ctx.store.recordOutcome({
+      history,
+      status,
+      mayBeLate: mayBeLate(m),
+      originalTimeUnknown: m.originalTimeUnknown,
+      onHistory: countOnHistory(m, endpointId, ctx),
+    });
   } catch (err) {
     const failure = classifyStoreFailure(err);
     ctx.metrics.outcomeWritten({ ...tags, 'error.type': failure.kind });
@@ -468,7 +493,7 @@ async function afterStatus(
   } else {
     ctx.metrics.outcomeWritten({ ...tags, 'nimbus.outcome': result.row.status.toLowerCase() });
     ctx.metrics.writeDuration(elapsed, { ...tags, 'nimbus.outcome.applied': true });
-    ctx.outcomes?.applied(m, endpointId, { ...result, historyRecorded: recorded.history.recorded });
+    ctx.outcomes?.applied(m, endpointId, result);
   }
   // A late retry refused by the guard ran nothing: its Comment audit above says so, a Retry audit would not.
   if (m.messageType === MessageType.RetryRequest && !(result.outcome === 'ignored' && result.reason === 'retry-after-settlement')) {

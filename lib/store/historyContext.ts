@@ -54,15 +54,30 @@ export class HistoryContext {
   readonly #ask: AskHistory;
   readonly #recorded: Promise<RecordedHistory | RecordedHistory[]> | undefined;
   readonly #mayBeLate: ReadonlySet<string>;
+  readonly #timeUnknown: ReadonlySet<string>;
   /** By message and question: asked once per call, not per attempt (an entry naming a message, once there, stays). */
   readonly #answers = new Map<string, HistoryAnswer>();
   /** The ids whose history entries this call created, less the late ones (waitForHistory). */
   #firstRecorded: ReadonlySet<string> = new Set();
 
-  constructor(ask: AskHistory, recorded?: Promise<RecordedHistory | RecordedHistory[]>, mayBeLate: Iterable<string> = []) {
+  /**
+   * `timeUnknown`: ids of messages whose write's enqueuedAt is not their original enqueue time (a Resolver
+   * replacement whose OriginalEnqueuedTimeUtc was missing or rejected is recorded with its own, later, broker time).
+   * Rule 8's question is asked of them without the enqueue-time bound: the failure is taken as the oldest message,
+   * so any RetryRequest naming its delivery supersedes it. With the bound at the later time, the retry the SDK sent
+   * beside it (enqueued before the replacement came due) was not found, and the failure was applied over the
+   * retry's outcome: Completed turned Failed for good.
+   */
+  constructor(
+    ask: AskHistory,
+    recorded?: Promise<RecordedHistory | RecordedHistory[]>,
+    mayBeLate: Iterable<string> = [],
+    timeUnknown: Iterable<string> = [],
+  ) {
     this.#ask = ask;
     this.#recorded = recorded;
     this.#mayBeLate = new Set(mayBeLate);
+    this.#timeUnknown = new Set(timeUnknown);
   }
 
   /**
@@ -86,8 +101,10 @@ export class HistoryContext {
    */
   async answer(incoming: IncomingWrite, view: GuardedRowView | null, w: StatusWriteParsed): Promise<IncomingWrite> {
     if (this.#firstRecorded.has(w.messageId)) return incoming;
-    const questions = historyQuestions(incoming, view, w, this.#recorded !== undefined);
-    if (questions === undefined) return incoming;
+    const asked = historyQuestions(incoming, view, w, this.#recorded !== undefined);
+    if (asked === undefined) return incoming;
+    const questions =
+      asked.retryOf !== undefined && this.#timeUnknown.has(w.messageId) ? { ...asked, retryOf: { ...asked.retryOf, at: null } } : asked;
     // Keyed on the questions too: a later attempt over another version may ask one the first did not.
     const key = `${w.messageId}\u0000${questions.copyOf !== undefined}\u0000${questions.retryOf?.parent ?? ''}`;
     let answer = this.#answers.get(key);

@@ -903,23 +903,39 @@ export class MessageStore {
    * broker redelivery of it. Its earlier attempt may have lost its history create as well as its row write, so an
    * entry this call creates does not prove a first arrival, and the guard's history questions are asked as for a
    * copy (HistoryContext.answer). Left out for a first delivery: its entry created here spares the query.
+   *
+   * `originalTimeUnknown`: the write's enqueuedAt is not the message's original enqueue time (a Resolver replacement
+   * whose OriginalEnqueuedTimeUtc was missing or rejected); rule 8 then asks without its enqueue-time bound.
+   *
+   * `onHistory`: told the history write's result once it is stored, before the call returns or throws - also when
+   * the status write then fails, which the result cannot say: the Resolver counts some outcomes by the call that
+   * created their history entry (resolver-worker/outcomeMetrics.ts), and that call may be one whose row write failed.
    */
   async recordOutcome(args: {
     history: HistoryWrite;
     status: StatusWrite;
     expect?: RowExpectation;
     mayBeLate?: boolean;
+    originalTimeUnknown?: boolean;
+    onHistory?: (history: RecordedHistory) => void;
   }): Promise<{ history: { recorded: boolean; entry: HistoryEntry }; status: StatusWriteResult }> {
     const history = this.recordHistory(args.history);
     history.catch(() => undefined); // observed below; this only keeps an early status failure from orphaning it
     let status: StatusWriteResult;
     try {
-      status = await this.#writeStatus(args.status, args.expect, this.#historyContext(history, args.mayBeLate ? [args.status.messageId] : []));
+      status = await this.#writeStatus(
+        args.status,
+        args.expect,
+        this.#historyContext(history, args.mayBeLate ? [args.status.messageId] : [], args.originalTimeUnknown ? [args.status.messageId] : []),
+      );
     } catch (err) {
-      await history.catch(() => undefined);
+      const recorded = await history.catch(() => undefined);
+      if (recorded !== undefined) args.onHistory?.(recorded);
       throw err;
     }
-    return { history: await history, status };
+    const recorded = await history;
+    args.onHistory?.(recorded);
+    return { history: recorded, status };
   }
 
   /**
@@ -932,7 +948,13 @@ export class MessageStore {
    * throws and leaves the status unwritten (history entries may be recorded; they are idempotent).
    */
   async recordOutcomes(
-    items: Array<{ history: HistoryWrite; status: StatusWrite; mayBeLate?: boolean }>,
+    items: Array<{
+      history: HistoryWrite;
+      status: StatusWrite;
+      mayBeLate?: boolean;
+      originalTimeUnknown?: boolean;
+      onHistory?: (history: RecordedHistory) => void;
+    }>,
   ): Promise<Array<{ history: { recorded: boolean; entry: HistoryEntry }; status: StatusWriteResult }>> {
     if (items.length === 0) return [];
     if (items.length === 1) return [await this.recordOutcome(items[0]!)];
@@ -948,13 +970,19 @@ export class MessageStore {
       statuses = await this.#writeStatusChain(
         items.map((i) => i.status),
         undefined,
-        this.#historyContext(history, items.filter((i) => i.mayBeLate).map((i) => i.status.messageId)),
+        this.#historyContext(
+          history,
+          items.filter((i) => i.mayBeLate).map((i) => i.status.messageId),
+          items.filter((i) => i.originalTimeUnknown).map((i) => i.status.messageId),
+        ),
       );
     } catch (err) {
-      await history.catch(() => undefined);
+      const recorded = await history.catch(() => undefined);
+      if (recorded !== undefined) items.forEach((i, k) => i.onHistory?.(recorded[k]!));
       throw err;
     }
     const entries = await history;
+    items.forEach((i, k) => i.onHistory?.(entries[k]!));
     return statuses.map((status, k) => ({ history: entries[k]!, status }));
   }
 
@@ -997,11 +1025,16 @@ export class MessageStore {
 
   /**
    * The history context of one writeStatus / recordOutcome(s) call (lib/store/historyContext.ts): `recorded`, the
-   * call's own history write (none for a plain writeStatus); `mayBeLate`, the ids the caller marked late. Its
+   * call's own history write (none for a plain writeStatus); `mayBeLate`, the ids the caller marked late;
+   * `timeUnknown`, the ids whose enqueuedAt is not their original time (rule 8 asked without its bound). Its
    * questions are answered by #historyAnswer.
    */
-  #historyContext(recorded?: Promise<RecordedHistory | RecordedHistory[]>, mayBeLate: Iterable<string> = []): HistoryContext {
-    return new HistoryContext((w, questions) => this.#historyAnswer(w, questions), recorded, mayBeLate);
+  #historyContext(
+    recorded?: Promise<RecordedHistory | RecordedHistory[]>,
+    mayBeLate: Iterable<string> = [],
+    timeUnknown: Iterable<string> = [],
+  ): HistoryContext {
+    return new HistoryContext((w, questions) => this.#historyAnswer(w, questions), recorded, mayBeLate, timeUnknown);
   }
 
   async #writeStatus(input: StatusWrite, expect: RowExpectation | undefined, history: HistoryContext): Promise<StatusWriteResult> {

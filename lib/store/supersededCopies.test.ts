@@ -224,6 +224,25 @@ describe('a failure its own retry superseded (rule 8)', () => {
     }
   });
 
+  test('a replacement whose original enqueue time is unknown (recorded with its own, later, time) is refused: taken as the oldest, by recordOutcome and recordOutcomes', async () => {
+    // The Resolver records a replacement whose OriginalEnqueuedTimeUtc is missing or unreadable with its own broker
+    // time, when its schedule came due: after the retry the SDK sent beside the failure. Rule 8's bound at that time
+    // found no retry, and the failure was written over the retry's success: Failed for good (on the code before).
+    const { ep, request, failure } = await failureNotWritten();
+    const retry = msg(T.RetryRequest, { endpointId: ep, eventId: 'e', to: ep, parentMessageId: request.messageId, retryCount: 1 });
+    const success = msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: retry.messageId });
+    for (const w of [retry, success]) assert.equal((await record(w)).status.outcome, 'written');
+    const replacement: StatusWrite = { ...failure, enqueuedAt: new Date(Date.now() + 60_000).toISOString() };
+    const single = await f.store.recordOutcome({ history: asHistory(replacement), status: replacement, originalTimeUnknown: true });
+    assert.deepEqual(single.status.outcome === 'ignored' && single.status.reason, 'superseded-by-retry');
+    const lot = await f.store.recordOutcomes(
+      [replacement, success].map((w) => ({ history: asHistory(w), status: w, originalTimeUnknown: w === replacement })),
+    );
+    assert.deepEqual(lot[0]!.status.outcome === 'ignored' && lot[0]!.status.reason, 'superseded-by-retry');
+    const row = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
+    assert.deepEqual([row.status, row.lastMessageId], [S.Completed, success.messageId]);
+  });
+
   test("an older SDK's retry ids repeat from one series to the next: a later series' final failure is not refused by an earlier series' retry", async () => {
     // SDKs before per-delivery retry ids derived a retry's MessageId from the event and its count, so the retry
     // deliveries of two series of one event share ids, and so do the parents of their failures and next retries.
