@@ -37,8 +37,9 @@ export const resubmitBody = z
   .optional();
 
 /**
- * A handoff's result (what the external work produced): optional, but when given it becomes the event's content in
- * the Resolver and what a later resubmit sends, so it is held to the same depth as a payload (deeper ones are a
+ * A handoff's result (what the external work produced): optional, but when given it is the completion's event content,
+ * which the subscriber parses as a payload (the Resolver records it in history, not as the event's payload), so it is
+ * held to the same depth as a payload (deeper ones are a
  * permanent failure in the SDK, and far deeper ones would overflow the stack of the JSON.stringify that sends it).
  */
 export const handoffResultSchema = z
