@@ -95,6 +95,9 @@ export interface CommandTarget {
   rows?: number;
 }
 
+/** The history property the Resolver records a request's unparsable EventJson under (resolver-worker/project.ts). */
+const RESOLVER_PAYLOAD_PROBLEM = 'ResolverPayloadProblem';
+
 const SETTLEABLE: ReadonlySet<ResolutionStatusT> = new Set([
   ResolutionStatus.Failed,
   ResolutionStatus.DeadLettered,
@@ -212,6 +215,11 @@ export class Manager {
         payload = spec.edited ? spec.edited.payload : row.payload;
         if (payload === undefined || payload === null)
           throw conflict('the event has no stored payload to resubmit; resubmit it with an edited payload');
+        if (!spec.edited) {
+          const problem = await this.#unparsedPayload(row);
+          if (problem !== undefined)
+            throw conflict(`the event's stored payload did not parse (${problem}): it is kept as raw text for repair, not as the event; resubmit it with an edited payload`);
+        }
         if (!eventTypeId) throw conflict('the event has no event type; resubmit it with an edited payload and event type');
       }
       // Built before the claim: a command that cannot be built (a result JSON cannot encode) must not leave a claim
@@ -307,7 +315,8 @@ export class Manager {
       // damaged or past the rows limit, which #execute refuses to act around (409) rather than send a second command.
       if (!row || counts[i] !== 1 || this.#isClaimBy(type, spec, row) || refusal(spec, row) !== undefined) return alone.push(k);
       const payload = spec.kind === 'resubmit' ? row.payload : undefined;
-      if (spec.kind === 'resubmit' && (payload === undefined || payload === null || !row.eventTypeId)) return alone.push(k);
+      // A string payload may be the raw text of one that did not parse: #execute asks the history, and refuses it.
+      if (spec.kind === 'resubmit' && (payload === undefined || payload === null || typeof payload === 'string' || !row.eventTypeId)) return alone.push(k);
       // Built before the claim (as in #execute): a command that cannot be built fails alone and claims nothing.
       let built: BuiltCommand;
       try {
@@ -436,6 +445,21 @@ export class Manager {
       ...(origin ? { 'nimbus.operation_id': origin.operationId } : {}),
     });
     return outcomes;
+  }
+
+  /**
+   * Why the row's stored payload is not the event but the raw text of an EventJson that did not parse (malformed, or
+   * nested too deep), kept so an operator can repair it (resolver-worker/project.ts); undefined when it is the event.
+   * The row does not say so itself: the request that wrote the payload (requestMessageId) has the problem recorded on
+   * its history entry (ResolverPayloadProblem), found by a point read. Only a string payload is asked about: a
+   * payload that parsed to a string ('"done"') is a real event, and its entry records no problem. Sent as is, the raw
+   * text would reach the handler as a JSON string instead of the object it was meant to be.
+   */
+  async #unparsedPayload(row: StatusRow): Promise<string | undefined> {
+    if (typeof row.payload !== 'string' || !row.requestMessageId) return undefined;
+    const entry = await this.#store.getHistory(row.eventId, row.requestMessageId);
+    const problem = entry?.properties?.[RESOLVER_PAYLOAD_PROBLEM];
+    return problem === undefined || problem === null || problem === '' ? undefined : String(problem).slice(0, 300);
   }
 
   /** Is `row` already claimed by this command (a repeated click, a retry by a script)? */
