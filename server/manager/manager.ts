@@ -95,6 +95,9 @@ export interface CommandTarget {
   rows?: number;
 }
 
+/** The answer to a resubmit or skip whose seen version (CommandSpec.seenMessageId) is no longer the event's. */
+export const CHANGED_SINCE_SEEN = 'the event has changed since you opened it (another command or outcome came in); nothing was sent - reload it and decide again';
+
 /** The history property the Resolver records a request's unparsable EventJson under (resolver-worker/project.ts). */
 const RESOLVER_PAYLOAD_PROBLEM = 'ResolverPayloadProblem';
 
@@ -197,15 +200,24 @@ export class Manager {
       // read page by page for that, then each row point-read: measured in docs/console.md).
       const { rows, corrupt, truncated } = await this.#store.listEventRowsChecked(endpointId, eventId);
       if (rows.length === 0 && corrupt.length === 0 && !truncated) throw notFound(`event ${eventId} is not known on endpoint ${endpointId}`);
-      // An event id can have a row per session it appeared in: act on the one the command fits.
-      const claimed = rows.find((r) => this.#isClaimBy(type, spec, r));
+      // The version the operator acted on, when the caller says which (the event page does): see below.
+      const seen = spec.kind === 'resubmit' || spec.kind === 'skip' ? spec.seenMessageId : undefined;
+      // An event id can have a row per session it appeared in: act on the one the command fits. With a seen
+      // version, only this command's claim answering that version is a repeat of it.
+      const claimed = rows.find((r) => this.#isClaimBy(type, spec, r) && (seen === undefined || r.parentMessageId === seen));
       if (claimed) return this.#repeat(spec, claimed, { auditor, mayReadAudits }, origin);
       // A fresh claim needs every row: the claim of this command may be one that is not in the set (past the
       // query's limit, or no longer parsing), and claiming another session's row would send a second command.
       const incomplete = incompleteRows(eventId, corrupt, truncated);
       if (incomplete) throw conflict(incomplete);
-      const row = rows.find((r) => refusal(spec, r) === undefined);
-      if (!row) throw conflict(refusal(spec, rows[0]!) ?? 'the event does not allow this action');
+      // A click made on a stale view acts on what the operator saw or not at all: before, it claimed whatever
+      // settleable row was there now - another operator's resubmission having failed again under a new message, a
+      // second resubmission went out (the handler ran twice) and a resubmit edited against the first failure's
+      // payload replaced the other operator's edit (staleClick.test.ts).
+      const shown = seen === undefined ? rows : rows.filter((r) => r.lastMessageId === seen);
+      if (shown.length === 0) throw conflict(CHANGED_SINCE_SEEN);
+      const row = shown.find((r) => refusal(spec, r) === undefined);
+      if (!row) throw conflict(refusal(spec, shown[0]!) ?? 'the event does not allow this action');
 
       const answered = row.lastMessageId;
       let eventTypeId = row.eventTypeId;
