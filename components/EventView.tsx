@@ -129,8 +129,14 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
   // A dialog opens clean and closing it forgets its error. A command keeps running when its dialog is closed (Cancel
   // or Escape while it is being sent): its outcome then lands on the page, a notice or the error box below the
   // header, never inside the next dialog opened.
+  // The event's last message as the page showed it when the dialog opened: Resubmit and Skip send it, and the server
+  // refuses (409) a command on an event that has moved on since - another operator's resubmission failing again
+  // under a new message must not be resubmitted a second time by a click made on the older view. Not the id read
+  // at confirm time: the page refreshes behind an open dialog, and the operator decided on what the dialog opened on.
+  const [shownMessageId, setShownMessageId] = useState<string | undefined>(undefined);
   const openDialog = (next: Exclude<Dialog, null>) => {
     setActionError(null);
+    setShownMessageId(e?.messageId);
     setDialog(next);
   };
   const closeDialog = () => {
@@ -448,7 +454,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
       </div>
 
       {dialog === 'resubmit' ? (
-        <ConfirmDialog title="Resubmit this event?" confirmLabel="Resubmit" busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.resubmit(endpointId, eventId), 'Resubmit', true)}>
+        <ConfirmDialog title="Resubmit this event?" confirmLabel="Resubmit" busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.resubmit(endpointId, eventId, shownMessageId), 'Resubmit', true)}>
           <SessionFate
             {...sessionOf}
             outcome="release"
@@ -462,7 +468,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
         </ConfirmDialog>
       ) : null}
       {dialog === 'skip' ? (
-        <ConfirmDialog title="Skip this event?" confirmLabel="Skip" danger busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.skip(endpointId, eventId), 'Skip', true)}>
+        <ConfirmDialog title="Skip this event?" confirmLabel="Skip" danger busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.skip(endpointId, eventId, shownMessageId), 'Skip', true)}>
           <SessionFate
             {...sessionOf}
             outcome="release"
@@ -514,7 +520,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           error={actionError}
           unavailable={unavailable}
           onCancel={closeDialog}
-          onSubmit={(payload, eventTypeId) => void run(() => api.resubmit(endpointId, eventId, { payload, eventTypeId }), 'Edited resubmission', true)}
+          onSubmit={(payload, eventTypeId) => void run(() => api.resubmit(endpointId, eventId, shownMessageId, { payload, eventTypeId }), 'Edited resubmission', true)}
         />
       ) : null}
     </section>

@@ -63,13 +63,17 @@ export const api = {
     callApi<FlowSnapshot>(`/api/flow?period=${period}${eventTypeId ? `&eventTypeId=${seg(eventTypeId)}` : ''}`),
   eventTypes: () => callApi<{ eventTypes: CatalogEventTypeView[] }>('/api/catalog/event-types'),
   search: (q: string) => callApi<SearchResult>(`/api/search?q=${seg(q)}`),
-  resubmit: (endpointId: string, eventId: string, edited?: { payload: unknown; eventTypeId?: string }) =>
+  // `lastMessageId`: the event's last message as the page showed it; the server refuses (409) when it has moved on.
+  resubmit: (endpointId: string, eventId: string, lastMessageId: string | undefined, edited?: { payload: unknown; eventTypeId?: string }) =>
     callApi<CommandResult>(`/api/event/resubmit/${seg(endpointId)}/${seg(eventId)}`, {
       method: 'POST',
-      body: edited ? JSON.stringify(edited) : undefined,
+      body: edited || lastMessageId ? JSON.stringify({ ...edited, ...(lastMessageId ? { lastMessageId } : {}) }) : undefined,
     }),
-  skip: (endpointId: string, eventId: string) =>
-    callApi<CommandResult>(`/api/event/skip/${seg(endpointId)}/${seg(eventId)}`, { method: 'POST' }),
+  skip: (endpointId: string, eventId: string, lastMessageId: string | undefined) =>
+    callApi<CommandResult>(`/api/event/skip/${seg(endpointId)}/${seg(eventId)}`, {
+      method: 'POST',
+      body: lastMessageId ? JSON.stringify({ lastMessageId }) : undefined,
+    }),
   completeHandoff: (endpointId: string, eventId: string, messageId: string, note?: string) =>
     callApi<CommandResult>(`/api/event/handoff/complete/${seg(endpointId)}/${seg(eventId)}/${seg(messageId)}`, {
       method: 'POST',

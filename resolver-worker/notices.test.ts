@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { BulkOperationType, type JSONObject } from '@azure/cosmos';
-import { isHistoryOnly, MessageType as T, Prop } from '@nimbus/sdk/contract';
+import { eventBody, isHistoryOnly, MessageType as T, Prop } from '@nimbus/sdk/contract';
 import { CONTAINERS } from '../lib/store/store.ts';
 import { docId } from '../lib/store/ids.ts';
 import { ResolverHarness, eventually, orderBody, type WireMessage } from './testHarness.ts';
@@ -72,8 +72,8 @@ async function claimedHandoff(ep: string, ev: string): Promise<{ park: string; c
  * The claimed completion's copy (From = Manager) and the subscriber's refusal notice, as they reach the Resolver;
  * waits until both are settled.
  */
-async function refuseClaim(ep: string, ev: string, claim: string, parentMessageId: string): Promise<void> {
-  const copy = await h.send({ type: T.HandoffCompletedRequest, messageId: claim, eventId: ev, to: ep, from: 'Manager', parentMessageId });
+async function refuseClaim(ep: string, ev: string, claim: string, parentMessageId: string, body?: string): Promise<void> {
+  const copy = await h.send({ type: T.HandoffCompletedRequest, messageId: claim, eventId: ev, to: ep, from: 'Manager', parentMessageId, ...(body !== undefined ? { body } : {}) });
   const notice = await h.send({
     type: T.ErrorResponse,
     eventId: ev,
@@ -148,6 +148,39 @@ describe('subscriber notices', () => {
       'HandoffCompletedRequest',
       'PendingHandoffResponse',
     ]);
+  });
+
+  test('handoff settlement: a refused completion with a note leaves the event\'s payload on the row; the note stays in the command\'s history entry', async () => {
+    const ep = uniq('crm');
+    const ev = uniq('e');
+    const { park, claim } = await claimedHandoff(ep, ev);
+    const before = await h.store.getStatusRow(ep, ev, 's-1');
+    assert.deepEqual(before?.payload, { orderId: 'A-1' });
+    // The completion as the Manager builds it for a note (commands.ts: { note, completedBy } as the event content).
+    const note = { note: 'imported ok', completedBy: 'alice' };
+    await refuseClaim(ep, ev, claim, park, eventBody('OrderPlaced', note));
+    const row = await h.store.getStatusRow(ep, ev, 's-1');
+    assert.deepEqual([row?.status, row?.subStatus], ['Pending', 'Handoff']);
+    // Before, the recorded completion wrote the note as the row's payload and the restore kept it: a Resubmit of the
+    // handoff then sent { note, completedBy } to the handler as the event.
+    assert.deepEqual(row?.payload, { orderId: 'A-1' }, 'the event, not the refused completion\'s note');
+    assert.equal(row?.requestMessageId, before?.requestMessageId, 'the payload is still the event request\'s');
+    assert.deepEqual((await h.store.getHistory(ev, claim))?.payload, note, 'the timeline still shows what the completion carried');
+  });
+
+  test('handoff settlement: a completed handoff keeps the event\'s payload on its row; its result is in the history', async () => {
+    const ep = uniq('crm');
+    const ev = uniq('e');
+    const { park, claim } = await claimedHandoff(ep, ev);
+    const result = { invoiceId: 'INV-9' };
+    const copy = await h.send({ type: T.HandoffCompletedRequest, messageId: claim, eventId: ev, to: ep, from: 'Manager', parentMessageId: park, body: eventBody('OrderPlaced', result) });
+    await settled(copy.messageId);
+    const done = await h.send({ type: T.ResolutionResponse, eventId: ev, from: ep, to: 'Resolver', parentMessageId: claim, body: eventBody('OrderPlaced', result) });
+    await settled(done.messageId);
+    const row = await h.store.getStatusRow(ep, ev, 's-1');
+    assert.equal(row?.status, 'Completed');
+    assert.deepEqual(row?.payload, { orderId: 'A-1' });
+    assert.deepEqual((await h.store.getHistory(ev, claim))?.payload, result);
   });
 
   test('on an event past 2,000 history entries, a refusal puts the row back to its newest outcome, not an old one', async () => {

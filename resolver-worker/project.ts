@@ -6,6 +6,7 @@ import {
   isHistoryOnly,
   isRequestType,
   isUnauthorisedCommand,
+  MessageType,
   parseEventPayload,
   SELF,
   type MessageType as MessageTypeT,
@@ -49,6 +50,11 @@ function payloadOf(m: ResolverMessage & { messageType: MessageTypeT }): { payloa
   if (parsed.ok) return { payload: parsed.value };
   // Too deep or malformed: kept as the raw text so an operator can still see and repair it on resubmit.
   return { payload: json, problem: parsed.problem };
+}
+
+/** A handoff settlement command: its body is the settlement's content, not the event's payload. */
+export function settlesHandoff(type: MessageTypeT): boolean {
+  return type === MessageType.HandoffCompletedRequest || type === MessageType.HandoffFailedRequest;
 }
 
 function orNull(value: string | undefined): string | null {
@@ -99,6 +105,12 @@ export function project(m: ResolverMessage & { messageType: MessageTypeT; eventI
     properties,
     ...(payload !== undefined ? { payload } : {}),
   };
-  const status: StatusWrite = { ...common, ...(payload !== undefined ? { payload } : {}) };
+  // A handoff settlement's content (the external system's result, or the Manager's { note, completedBy }) is what the
+  // settlement said, not the event: it stays in the command's history entry (the event page's timeline shows it, a
+  // repeat reads a completion's note there) and never becomes the row's payload. Before, it did, so a completion the
+  // subscriber refused left the row back on its handoff park with the note as the event's payload, and a Resubmit (or
+  // an agent receiving the handoff) then got the note instead of the event (notices.test.ts, "handoff settlement").
+  const eventPayload = payload !== undefined && !settlesHandoff(m.messageType);
+  const status: StatusWrite = { ...common, ...(eventPayload ? { payload } : {}) };
   return { endpointId, history, status };
 }

@@ -379,6 +379,34 @@ describe('console API on the embedded stack', () => {
     assert.equal((await routes.resubmit.POST(post('/x', { payload: {}, extra: 1 }), ev)).status, 400);
   });
 
+  // The event page sends the lastMessageId it showed (components/api.ts); before, the routes took none and the Manager
+  // acted on whatever the event was by then (server/manager/staleClick.test.ts has the Manager's side).
+  test('resubmit and skip with a lastMessageId the event has moved on from are 409 and send nothing; with the current one they go', async () => {
+    const e = await seedEvent(stack.store, Date.now() - 30_000, { endpointId: 'shippingendpoint', eventId: 'stale-click-route', sessionId: 'STALE-ROUTE', eventTypeId: 'OrderPlaced', payload: { orderId: 'STALE-ROUTE' } }, MessageType.ErrorResponse, { errorText: 'stale view' });
+    const ev = params({ endpointId: e.endpointId, eventId: e.eventId });
+    const changed = async (res: Response) => {
+      assert.equal(res.status, 409, await res.clone().text());
+      assert.match(((await res.json()) as { detail: string }).detail, /changed since you opened it/);
+    };
+    await changed(await routes.resubmit.POST(post('/x', { lastMessageId: 'an-older-message' }), ev));
+    await changed(await routes.skip.POST(post('/x', { lastMessageId: 'an-older-message' }), ev));
+    assert.equal((await stack.store.getStatusRow(e.endpointId, e.eventId, e.sessionId))?.lastMessageId, e.lastMessageId, 'nothing claimed');
+    // The body's new field is checked like the others.
+    assert.equal((await routes.resubmit.POST(post('/x', { lastMessageId: '' }), ev)).status, 400);
+    assert.equal((await routes.resubmit.POST(post('/x', { eventTypeId: 'OrderPlaced' }), ev)).status, 400, 'an event type goes with an edited payload');
+    assert.equal((await routes.skip.POST(post('/x', { lastMessageId: e.lastMessageId, extra: 1 }), ev)).status, 400);
+
+    const sent = await routes.resubmit.POST(post('/x', { lastMessageId: e.lastMessageId }), ev);
+    assert.equal(sent.status, 200, await sent.clone().text());
+    const r = (await sent.json()) as { outcome: string; messageId: string };
+    assert.equal(r.outcome, 'sent');
+    // The same page clicked again: its version is the one this command's claim answers, a repeat.
+    const again = (await (await routes.resubmit.POST(post('/x', { lastMessageId: e.lastMessageId }), ev)).json()) as { outcome: string; messageId: string };
+    assert.deepEqual([again.outcome, again.messageId], ['duplicate', r.messageId]);
+    const got = await receiveMain(e.endpointId, e.sessionId);
+    assert.deepEqual(got.map((m) => m.applicationProperties?.[Prop.MessageType]), [MessageType.ResubmissionRequest], 'one command, the current version\'s');
+  });
+
   test("an edited payload that misses its event type's catalog schema is 400 naming each path, and nothing is sent", async () => {
     const ev = params({ endpointId: 'billingendpoint', eventId: 'evt-dead-1' });
     const res = await routes.resubmit.POST(post('/x', { payload: { orderId: 'ORD-300', total: 'ten' } }), ev);

@@ -26,19 +26,32 @@ export const payloadSchema = z
   .refine((v) => v !== undefined && v !== null, 'payload is required and must not be null')
   .refine((v) => jsonDepth(v, MAX_PAYLOAD_DEPTH + 1) <= MAX_PAYLOAD_DEPTH, `payload nests deeper than ${MAX_PAYLOAD_DEPTH} levels`);
 
-/** Resubmit body: absent/empty = resubmit the stored payload; `{ payload, eventTypeId? }` = edited resubmission. */
+/**
+ * The event's lastMessageId as the caller saw it (the event page sends the one it shows): the command then acts on
+ * that version only, and a row that has moved on since is refused with 409 (Manager.execute, seenMessageId). Optional:
+ * callers without it act on the event as the Manager reads it, as before.
+ */
+const seenMessageId = idParam.optional();
+
+/**
+ * Resubmit body: absent/empty (or only `lastMessageId`) = resubmit the stored payload; `{ payload, eventTypeId? }` =
+ * edited resubmission; `lastMessageId` with either pins the version the operator saw.
+ */
 export const resubmitBody = z
   .object({
-    payload: payloadSchema,
+    payload: payloadSchema.optional(),
     /** The type to resubmit as, exactly as sent (" OrderPlaced" is no type of the catalog: 400, not OrderPlaced). */
     eventTypeId: exactIdTarget('eventTypeId').optional(),
+    lastMessageId: seenMessageId,
   })
   .strict()
+  .refine((b) => b.eventTypeId === undefined || b.payload !== undefined, { message: 'eventTypeId goes with an edited payload', path: ['eventTypeId'] })
   .optional();
 
 /**
- * A handoff's result (what the external work produced): optional, but when given it becomes the event's content in
- * the Resolver and what a later resubmit sends, so it is held to the same depth as a payload (deeper ones are a
+ * A handoff's result (what the external work produced): optional, but when given it is the completion's event content,
+ * which the subscriber parses as a payload (the Resolver records it in history, not as the event's payload), so it is
+ * held to the same depth as a payload (deeper ones are a
  * permanent failure in the SDK, and far deeper ones would overflow the stack of the JSON.stringify that sends it).
  */
 export const handoffResultSchema = z
@@ -46,7 +59,8 @@ export const handoffResultSchema = z
   .refine((v) => jsonDepth(v, MAX_PAYLOAD_DEPTH + 1) <= MAX_PAYLOAD_DEPTH, `result nests deeper than ${MAX_PAYLOAD_DEPTH} levels`)
   .optional();
 
-export const skipBody = z.object({}).strict().optional();
+/** Skip body: absent/empty, or `{ lastMessageId }` to pin the version the operator saw (resubmitBody). */
+export const skipBody = z.object({ lastMessageId: seenMessageId }).strict().optional();
 
 export const handoffCompleteBody = z
   .object({

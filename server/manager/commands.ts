@@ -12,9 +12,15 @@ export type CommandType =
   | typeof MessageType.HandoffCompletedRequest
   | typeof MessageType.HandoffFailedRequest;
 
+/**
+ * `seenMessageId` (resubmit, skip): the row's lastMessageId as the operator saw it. Given, the command acts only on
+ * that version (or is a repeat of this command's own claim answering it); a row that has moved on since is refused
+ * with 409 (Manager.execute). Absent: whatever settleable row the Manager reads now (API callers that do not send it).
+ * A handoff settlement pins its version through `messageId` already.
+ */
 export type CommandSpec =
-  | { kind: 'resubmit'; edited?: { payload: unknown; eventTypeId?: string } }
-  | { kind: 'skip' }
+  | { kind: 'resubmit'; edited?: { payload: unknown; eventTypeId?: string }; seenMessageId?: string }
+  | { kind: 'skip'; seenMessageId?: string }
   | { kind: 'handoffComplete'; messageId: string; note?: string; result?: unknown }
   | { kind: 'handoffFail'; messageId: string; errorText: string; errorType?: string };
 

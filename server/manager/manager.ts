@@ -95,6 +95,12 @@ export interface CommandTarget {
   rows?: number;
 }
 
+/** The answer to a resubmit or skip whose seen version (CommandSpec.seenMessageId) is no longer the event's. */
+export const CHANGED_SINCE_SEEN = 'the event has changed since you opened it (another command or outcome came in); nothing was sent - reload it and decide again';
+
+/** The history property the Resolver records a request's unparsable EventJson under (resolver-worker/project.ts). */
+const RESOLVER_PAYLOAD_PROBLEM = 'ResolverPayloadProblem';
+
 const SETTLEABLE: ReadonlySet<ResolutionStatusT> = new Set([
   ResolutionStatus.Failed,
   ResolutionStatus.DeadLettered,
@@ -194,15 +200,24 @@ export class Manager {
       // read page by page for that, then each row point-read: measured in docs/console.md).
       const { rows, corrupt, truncated } = await this.#store.listEventRowsChecked(endpointId, eventId);
       if (rows.length === 0 && corrupt.length === 0 && !truncated) throw notFound(`event ${eventId} is not known on endpoint ${endpointId}`);
-      // An event id can have a row per session it appeared in: act on the one the command fits.
-      const claimed = rows.find((r) => this.#isClaimBy(type, spec, r));
+      // The version the operator acted on, when the caller says which (the event page does): see below.
+      const seen = spec.kind === 'resubmit' || spec.kind === 'skip' ? spec.seenMessageId : undefined;
+      // An event id can have a row per session it appeared in: act on the one the command fits. With a seen
+      // version, only this command's claim answering that version is a repeat of it.
+      const claimed = rows.find((r) => this.#isClaimBy(type, spec, r) && (seen === undefined || r.parentMessageId === seen));
       if (claimed) return this.#repeat(spec, claimed, { auditor, mayReadAudits }, origin);
       // A fresh claim needs every row: the claim of this command may be one that is not in the set (past the
       // query's limit, or no longer parsing), and claiming another session's row would send a second command.
       const incomplete = incompleteRows(eventId, corrupt, truncated);
       if (incomplete) throw conflict(incomplete);
-      const row = rows.find((r) => refusal(spec, r) === undefined);
-      if (!row) throw conflict(refusal(spec, rows[0]!) ?? 'the event does not allow this action');
+      // A click made on a stale view acts on what the operator saw or not at all: before, it claimed whatever
+      // settleable row was there now - another operator's resubmission having failed again under a new message, a
+      // second resubmission went out (the handler ran twice) and a resubmit edited against the first failure's
+      // payload replaced the other operator's edit (staleClick.test.ts).
+      const shown = seen === undefined ? rows : rows.filter((r) => r.lastMessageId === seen);
+      if (shown.length === 0) throw conflict(CHANGED_SINCE_SEEN);
+      const row = shown.find((r) => refusal(spec, r) === undefined);
+      if (!row) throw conflict(refusal(spec, shown[0]!) ?? 'the event does not allow this action');
 
       const answered = row.lastMessageId;
       let eventTypeId = row.eventTypeId;
@@ -212,6 +227,11 @@ export class Manager {
         payload = spec.edited ? spec.edited.payload : row.payload;
         if (payload === undefined || payload === null)
           throw conflict('the event has no stored payload to resubmit; resubmit it with an edited payload');
+        if (!spec.edited) {
+          const problem = await this.#unparsedPayload(row);
+          if (problem !== undefined)
+            throw conflict(`the event's stored payload did not parse (${problem}): it is kept as raw text for repair, not as the event; resubmit it with an edited payload`);
+        }
         if (!eventTypeId) throw conflict('the event has no event type; resubmit it with an edited payload and event type');
       }
       // Built before the claim: a command that cannot be built (a result JSON cannot encode) must not leave a claim
@@ -307,7 +327,8 @@ export class Manager {
       // damaged or past the rows limit, which #execute refuses to act around (409) rather than send a second command.
       if (!row || counts[i] !== 1 || this.#isClaimBy(type, spec, row) || refusal(spec, row) !== undefined) return alone.push(k);
       const payload = spec.kind === 'resubmit' ? row.payload : undefined;
-      if (spec.kind === 'resubmit' && (payload === undefined || payload === null || !row.eventTypeId)) return alone.push(k);
+      // A string payload may be the raw text of one that did not parse: #execute asks the history, and refuses it.
+      if (spec.kind === 'resubmit' && (payload === undefined || payload === null || typeof payload === 'string' || !row.eventTypeId)) return alone.push(k);
       // Built before the claim (as in #execute): a command that cannot be built fails alone and claims nothing.
       let built: BuiltCommand;
       try {
@@ -436,6 +457,21 @@ export class Manager {
       ...(origin ? { 'nimbus.operation_id': origin.operationId } : {}),
     });
     return outcomes;
+  }
+
+  /**
+   * Why the row's stored payload is not the event but the raw text of an EventJson that did not parse (malformed, or
+   * nested too deep), kept so an operator can repair it (resolver-worker/project.ts); undefined when it is the event.
+   * The row does not say so itself: the request that wrote the payload (requestMessageId) has the problem recorded on
+   * its history entry (ResolverPayloadProblem), found by a point read. Only a string payload is asked about: a
+   * payload that parsed to a string ('"done"') is a real event, and its entry records no problem. Sent as is, the raw
+   * text would reach the handler as a JSON string instead of the object it was meant to be.
+   */
+  async #unparsedPayload(row: StatusRow): Promise<string | undefined> {
+    if (typeof row.payload !== 'string' || !row.requestMessageId) return undefined;
+    const entry = await this.#store.getHistory(row.eventId, row.requestMessageId);
+    const problem = entry?.properties?.[RESOLVER_PAYLOAD_PROBLEM];
+    return problem === undefined || problem === null || problem === '' ? undefined : String(problem).slice(0, 300);
   }
 
   /** Is `row` already claimed by this command (a repeated click, a retry by a script)? */

@@ -83,3 +83,22 @@ test('a plain claim stamped the same millisecond as the request and failure befo
     assert.equal(resubmitMismatch({ kind: 'resubmit' }, claim, null, before), undefined, `${order}: a plain repeat of a plain claim is a duplicate`);
   }
 });
+
+// A handoff settlement's content is not the event (the Resolver keeps it off the row: resolver-worker/project.ts),
+// so what a resubmit's claim replaced is the request before it. Before, a refused completion with a note between
+// the handoff and a plain resubmit made the note "what the event held", so the recorded plain claim read as an edit
+// and a plain repeat of it was refused as a conflict.
+test('a handoff completion between the request and a plain claim is not what the event held before it', () => {
+  const at = (messageId: string, messageType: string, ms: number, payload?: unknown) =>
+    ({ messageId, messageType, parentMessageId: null, endpointId: 'crm', sessionId: 's', enqueuedAt: new Date(Date.UTC(2026, 11, 5, 8, 0, 0, ms)).toISOString(), recordedAt: new Date(Date.UTC(2026, 11, 5, 8, 0, 0, ms)).toISOString(), eventTypeId: 'OrderPlaced', payload }) as unknown as HistoryEntry;
+  const history = [
+    at('request', 'EventRequest', 1, { a: 1 }),
+    at('park', 'PendingHandoffResponse', 2),
+    at('completion', 'HandoffCompletedRequest', 3, { note: 'imported', completedBy: 'alice' }),
+    at('command', 'ResubmissionRequest', 4, { a: 1 }),
+  ];
+  const claim = { endpointId: 'crm', sessionId: 's', lastMessageId: 'command', requestMessageId: 'command', payload: { a: 1 }, eventTypeId: 'OrderPlaced' } as unknown as StatusRow;
+  const before = storedBeforeClaim(history, claim);
+  assert.deepEqual(before, { payload: { a: 1 }, eventTypeId: 'OrderPlaced' });
+  assert.equal(resubmitMismatch({ kind: 'resubmit' }, claim, null, before), undefined);
+});

@@ -13,6 +13,7 @@
 // note) is the one sent (handoffMismatch). The claim row does not hold that text; the receipt does, and once the
 // Resolver has recorded the command, its history entry.
 import { isDeepStrictEqual } from 'node:util';
+import { MessageType } from '@nimbus/sdk/contract';
 import { AuditType, type AuditEntry, type HistoryEntry, type StatusRow } from '../../lib/store/index.ts';
 import { inHistoryOrder } from '../historyOrder.ts';
 import { auditorName, type Auditor, type CommandSpec } from './commands.ts';
@@ -71,7 +72,7 @@ function sentAsStored(row: StatusRow, before: StoredRequest | undefined): boolea
 
 /**
  * The request the event held before the claim on `row`, from its history (the history's order, every page: the claim's
- * command may be past the first): the last entry with a payload before the claim's own. Undefined when the Resolver
+ * command may be past the first): the last entry with a payload before the claim's own, a handoff settlement's aside. Undefined when the Resolver
  * has not recorded the claim's command (the row's payload is then the claim's own write: an edit): the row's
  * evidence stands.
  */
@@ -81,7 +82,9 @@ export function storedBeforeClaim(history: readonly HistoryEntry[], row: StatusR
   const mine = inHistoryOrder(history.filter((h) => h.endpointId === row.endpointId && h.sessionId === row.sessionId));
   const at = mine.findIndex((h) => h.messageId === row.lastMessageId);
   if (at < 0) return undefined;
-  const prior = mine.slice(0, at).findLast((h) => h.payload !== undefined);
+  // A handoff settlement's content is recorded on its entry but is not the event: the Resolver never makes it the
+  // row's payload (resolver-worker/project.ts, settlesHandoff), so it is not what the claim replaced either.
+  const prior = mine.slice(0, at).findLast((h) => h.payload !== undefined && h.messageType !== MessageType.HandoffCompletedRequest && h.messageType !== MessageType.HandoffFailedRequest);
   return prior ? { payload: prior.payload, eventTypeId: prior.eventTypeId } : undefined;
 }
 

@@ -1,5 +1,8 @@
 // POST /api/event/resubmit/{endpointId}/{eventId}: resubmit the stored payload, or with a body
 // `{ payload, eventTypeId? }` an edited one. 404 unknown, 409 when the event's state does not allow it. Operator.
+// `lastMessageId` (optional, in the body): the event's last message as the caller saw it; 409 when the event has moved
+// on since (the event page sends it, so a click on a stale page does not act on a newer failure). Without it, the event
+// as it is now.
 // An edited payload must match its event type's JSON schema in the catalog (400 naming the failing paths otherwise).
 // An edited resubmission is audited with a structural diff against the stored payload (paths, not values).
 import { requireEndpoint, requireEventType } from '../../../../../../server/api.ts';
@@ -21,18 +24,20 @@ export function POST(request: Request, context: RouteContext<{ endpointId: strin
     requireEndpoint(ctx, endpointId);
     requireEventType(ctx, body?.eventTypeId);
     let details: Record<string, unknown> = { edited: false };
-    if (body) {
+    const edited = body?.payload !== undefined ? { payload: body.payload, eventTypeId: body.eventTypeId } : undefined;
+    if (edited) {
       const stored = await ctx.store.getEvent(endpointId, eventId, 1);
       const row = stored?.rows[0];
       // The editor checked this too, but only the server's check counts: 400 before anything is claimed or sent.
-      requirePayloadMatchesSchema(ctx.catalog, body.eventTypeId ?? row?.eventTypeId, body.payload);
+      requirePayloadMatchesSchema(ctx.catalog, edited.eventTypeId ?? row?.eventTypeId, edited.payload);
       details = {
         edited: true,
-        eventTypeId: { from: row?.eventTypeId ?? null, to: body.eventTypeId ?? row?.eventTypeId ?? null },
-        payloadDiff: diffJson(row?.payload ?? null, body.payload),
+        eventTypeId: { from: row?.eventTypeId ?? null, to: edited.eventTypeId ?? row?.eventTypeId ?? null },
+        payloadDiff: diffJson(row?.payload ?? null, edited.payload),
       };
     }
-    const spec = body ? { kind: 'resubmit' as const, edited: { payload: body.payload, eventTypeId: body.eventTypeId } } : { kind: 'resubmit' as const };
+    const seen = body?.lastMessageId !== undefined ? { seenMessageId: body.lastMessageId } : {};
+    const spec = { kind: 'resubmit' as const, ...(edited ? { edited } : {}), ...seen };
     return json(await audited(who, () => ctx.manager.execute(endpointId, eventId, spec, actorOf(who)), (r) => ({ ...details, messageId: r.messageId, outcome: r.outcome })));
   });
 }
