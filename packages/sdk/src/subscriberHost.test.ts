@@ -52,6 +52,8 @@ interface FakeBrokerOptions {
   batch?: number[];
   /** Called after a message's completion landed (its MessageId). */
   afterComplete?: (messageId: string) => void;
+  /** The batch's messages (by index) that are replayed copies: they carry ReplaySequence = their index. */
+  replayed?: number[];
 }
 
 /** One session with one message (or `batch`); later accepts wait until the host stops. */
@@ -75,6 +77,7 @@ function fakeBroker(options: FakeBrokerOptions) {
       MessageType: 'EventRequest',
       EventId: `e-${i + 1}`,
       EventTypeId: 'OrderPlaced',
+      ...(options.replayed?.includes(i) ? { ReplaySequence: i, DeferralSequence: i } : {}),
     },
   }));
   const receiver = {
@@ -98,8 +101,12 @@ function fakeBroker(options: FakeBrokerOptions) {
       completed.push(m.messageId);
       options.afterComplete?.(m.messageId);
     },
-    deadLetterMessage: async (m: { messageId: string }, o: { deadLetterReason?: string }) =>
-      void deadLettered.push({ ...o, messageId: m.messageId }),
+    deadLetterMessage: async (m: { messageId: string }, o: { deadLetterReason?: string }) => {
+      // The broker refuses a settlement once it took the session lock back, as the real client reports it.
+      if (closed || receiver.sessionLockedUntilUtc.getTime() <= Date.now())
+        throw Object.assign(new Error('The session lock has expired.'), { code: 'SessionLockLost' });
+      deadLettered.push({ ...o, messageId: m.messageId });
+    },
     close: async () => void (closed = true),
     /** The broker took the session lock back (a lock expiry's detach): the receiver reads as closed. */
     detach: () => void (closed = true),
@@ -462,6 +469,29 @@ describe('the rest of a batch that goes back with the session', () => {
     );
     assert.deepEqual(broker.completed, []);
   });
+  test('the circuit opens under a batch: a replayed copy on its last delivery behind one that went back goes back too', async () => {
+    // Its budget path would move the session's replay cursor past the copy that went back, which would then come
+    // back "already handled" and be completed without running - lost. Before: m-3 was notified and dead-lettered.
+    const breaker = new CircuitBreaker({ failureThreshold: 1, openDurationMs: 10 });
+    const broker = fakeBroker({ deliveryCount: 0, batch: [0, 0, 9], replayed: [1, 2] });
+    const results: DeliveryResult[] = [];
+    const { h } = host(broker.client, {
+      breaker,
+      results,
+      handler: () => {
+        throw new Error('partner down'); // e-1 fails: the threshold of one opens the circuit
+      },
+    });
+    await h.start();
+    try {
+      await broker.acceptedAgain; // the session was released: the batch is over
+      assert.deepEqual(results, ['handlerFailed']);
+      assert.deepEqual(broker.sent.map((p) => [p.EventId, p.MessageType]), [['e-1', 'ErrorResponse']]);
+      assert.deepEqual(broker.deadLettered, [], 'm-3 goes back with m-2: the broker dead-letters it, the next copy reports the gap');
+    } finally {
+      await h.stop();
+    }
+  });
 });
 
 describe('a batch whose session lock is lost under it', () => {
@@ -486,12 +516,18 @@ describe('a batch whose session lock is lost under it', () => {
       try {
         await broker.acceptedAgain; // the session was released: the batch is over
         assert.deepEqual(handled, ['e-1']);
-        assert.deepEqual(results, ['completed']);
+        // e-3, on its last delivery, takes the budget path: the broker dead-letters it at the release whatever we do,
+        // and the notification needs no session lock (its own dead-letter is refused: transient). Before this, it
+        // was left to the broker's silent dead-letter with the Resolver's row Pending.
+        assert.deepEqual(results, ['completed', 'transient']);
         assert.deepEqual(broker.completed, ['m-1']);
         assert.deepEqual(
-          broker.sent.map((p) => [p.EventId, p.MessageType]),
-          [['e-1', 'ResolutionResponse']],
-          'nothing sent for the rest, not even the last delivery\'s notification: its dead-letter would be refused',
+          broker.sent.map((p) => [p.EventId, p.MessageType, p.DeadLetterReason]),
+          [
+            ['e-1', 'ResolutionResponse', undefined],
+            ['e-3', 'ErrorResponse', 'MaxDeliveryCountExceeded'],
+          ],
+          'nothing sent for e-2 (deliveries left: it comes back); the last delivery is notified',
         );
         assert.deepEqual(broker.deadLettered, []);
         const warned = lines.filter((l) => /session lock lost during a batch/.test(l.msg));

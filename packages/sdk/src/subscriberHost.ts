@@ -29,6 +29,7 @@ import type { TransientHoldOptions } from './deliveryBudget.ts';
 import { receiveWaitMs, sessionLockHorizon, warnSkewedLockOnce } from './sessionLockHorizon.ts';
 import type { SessionLockHorizon } from './sessionLockHorizon.ts';
 import { SessionLockWatch } from './sessionLockWatch.ts';
+import { Prop } from './contract/properties.ts';
 
 export interface SubscriberHostOptions extends DispatcherOptions {
   client: ServiceBusClient;
@@ -413,31 +414,44 @@ export class SubscriberHost implements AsyncDisposable {
         const batchStartedAt = Date.now();
         // Set once the circuit opened under this batch: the rest of it goes back with the session.
         let circuitOpened: AbortSignal | undefined;
+        // Set once the session lock is known lost under this batch: the rest of it is the broker's again.
+        let lockGone: AbortSignal | undefined;
+        // Whether a message of the rest already went back untouched (deliveries left): see replayed copies below.
+        let wentBack = false;
         for (const message of messages) {
           // A lock known lost (the broker refused a call of the session with SessionLockLost, closed the receiver, or
           // the lock's expiry passed): the rest of the batch is the broker's again, counted a delivery each, and may
           // be with another receiver already. A handler run now has its effects and then cannot settle - the message
-          // comes back and runs again. Nothing more is started, nor settled (it would be refused); they come back.
-          const lockLost = lock.lost();
+          // comes back and runs again. So nothing more is started: the rest goes back as after the circuit opened,
+          // those on their last delivery by the budget path below - the broker dead-letters them at the release
+          // whatever we do, and the notification goes through the sender, which needs no session lock (their own
+          // dead-letter is then refused: expected).
+          const lockLost = lockGone ? undefined : lock.lost();
           if (lockLost) {
             this.log.warn(
               { endpointId: this.options.endpointId, sessionId: receiver.sessionId, why: lockLost, left: messages.length - messages.indexOf(message) },
               'session lock lost during a batch: the rest of the batch is not started and comes back with the session',
             );
-            return false;
+            lockGone = AbortSignal.abort(new Error('session lock lost'));
           }
           const last = isLastDelivery(
             message.deliveryCount,
             this.options.maxDeliveryCount ?? DEFAULT_MAX_DELIVERY_COUNT,
           );
-          // Messages not started when stopping, or after the circuit opened under the batch, stay unsettled and come
-          // back with the session - except on their last delivery: releasing the session counts it, and the broker
-          // would dead-letter the message silently with the Resolver row Pending. Each such one (wherever it is in the
-          // rest, not only at its head) is dispatched under an aborted signal - the stop's, or one saying the circuit
-          // opened - so it is cancelled before its handler and the dispatcher takes the budget path (notification,
-          // then dead-letter).
-          const goingBack = this.stopping ? signal : circuitOpened;
-          if (goingBack && !last) continue;
+          // Messages not started when stopping, after the circuit opened under the batch, or after the lock was lost,
+          // stay unsettled and come back with the session - except on their last delivery: releasing the session
+          // counts it, and the broker would dead-letter the message silently with the Resolver row Pending. Each such
+          // one (wherever it is in the rest, not only at its head) is dispatched under an aborted signal - the stop's,
+          // or one saying the circuit opened or the lock was lost - so it is cancelled before its handler and the
+          // dispatcher takes the budget path (notification, then dead-letter).
+          // Not a replayed copy behind one that went back: its budget path moves the session's replay cursor past
+          // the earlier copies, which then come back "already handled" and are completed without running - lost.
+          // It goes back too; the broker dead-letters it and the pass's next copy reports the gap (ReplayGap).
+          const goingBack = lockGone ?? (this.stopping ? signal : circuitOpened);
+          if (goingBack && (!last || (wentBack && isReplayedCopy(message)))) {
+            wentBack = true;
+            continue;
+          }
           // One bound per delivery: a session whose call timed out is given up below, so later deliveries start afresh.
           // On the last delivery the budget allows, the steps after a call given up are still attempted (each with its
           // own bound): the budget path's notification is what tells the Resolver, which the broker's own
@@ -518,8 +532,9 @@ export class SubscriberHost implements AsyncDisposable {
           }
           // A delivery going back whose dead-letter failed: the session is released with the rest (no hold: the
           // broker ends it at the release, as it would have without the budget path).
+          // After a lost lock every dead-letter is refused (transient): the rest is still walked for their notifications.
           if (goingBack) {
-            if (result === 'transient') return false;
+            if (result === 'transient' && !lockGone && lock.lost() === undefined) return false;
             continue;
           }
           // Left unsettled for redelivery: keep the session for a while first. Released at once, the message would
@@ -535,8 +550,8 @@ export class SubscriberHost implements AsyncDisposable {
           // A delivery left unsettled must come back before anything after it in the session: release the session.
           if (unsettled || result === 'cancelled') return false;
         }
-        // The rest went back (stopping, or the circuit opened): release the session.
-        if (circuitOpened) return false;
+        // The rest went back (stopping, the circuit opened, the lock lost): release the session.
+        if (circuitOpened || lockGone) return false;
         lastBatchMs = Date.now() - batchStartedAt;
       } finally {
         permit?.release();
@@ -605,4 +620,9 @@ export class SubscriberHost implements AsyncDisposable {
 
 export function createSubscriberHost(options: SubscriberHostOptions): SubscriberHost {
   return new SubscriberHost(options);
+}
+
+/** A replayed copy of a parked message (it carries the sequence it was parked with): its settlement moves the cursor. */
+function isReplayedCopy(message: { applicationProperties?: Record<string, unknown> }): boolean {
+  return message.applicationProperties?.[Prop.ReplaySequence] !== undefined;
 }
