@@ -7,7 +7,7 @@
 // written) and again at the connection (channels.ts: the addresses the host name resolves to when the notice is
 // sent, since a name can point elsewhere by then).
 import { BlockList, isIP } from 'node:net';
-import { isLoopbackName } from '../../lib/net/loopback.ts';
+import { isLoopbackName, isUnspecifiedAddress } from '../../lib/net/loopback.ts';
 
 /** Link-local and cloud metadata addresses: never a channel's target, on any port. */
 const LINK_LOCAL = new BlockList();
@@ -40,7 +40,7 @@ function isLinkLocal(address: string): boolean {
 /** This machine: a loopback name or address, or the unspecified address (a connection to 0.0.0.0 or :: lands here). */
 function isThisMachine(address: string): boolean {
   const a = plainAddress(address);
-  return isLoopbackName(a) || a === '0.0.0.0' || a === '::' || a === '0:0:0:0:0:0:0:0';
+  return isLoopbackName(a) || isUnspecifiedAddress(a);
 }
 
 const portOf = (url: URL): number => (url.port !== '' ? Number(url.port) : url.protocol === 'https:' ? 443 : url.protocol === 'http:' ? 80 : NaN);

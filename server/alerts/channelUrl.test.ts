@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { noticeOf, sendNotice } from './channels.ts';
+import { hostProblem, OWN_SERVER_REFUSAL } from './channelTarget.ts';
 import type { AlertDoc, ChannelDoc } from './model.ts';
 import { ALERTS_KEY_ENV, alertsKey, seal } from './secrets.ts';
 import { startSmtpReceiver, startWebhookReceiver } from './testing.ts';
@@ -126,4 +127,25 @@ test("a name is resolved when the notice is sent and its address checked: an SMT
   } finally {
     await embedded.close();
   }
+});
+
+test("every spelling of a loopback address is this machine: an e-mail host `0::1` at an own server's port is refused on input and at send", async () => {
+  // A text match knew `::1` and the full form only; `0::1`, `::0.0.0.1`, `0:0::1` and the zero-padded form are the
+  // same address, and a resolver hands a literal back as written - before, each was accepted and connected to.
+  const port = 8081;
+  const ownEnv = { ...env, NIMBUS_COSMOS_ENDPOINT: `https://127.0.0.1:${port}/` };
+  for (const host of ['0::1', '::0.0.0.1', '0:0::1', '0000:0000:0000:0000:0000:0000:0000:0001', '::ffff:7f00:1', '0::0', '::ffff:0.0.0.0']) {
+    assert.equal(hostProblem(host, port, ownEnv), OWN_SERVER_REFUSAL, host);
+    const channel: ChannelDoc = {
+      ...storedSlack('unused'),
+      type: 'email',
+      name: 'mail',
+      settings: { host, port, secure: false, from: 'nimbus@example.test', to: ['oncall@example.test'] },
+      secrets: {},
+    };
+    await assert.rejects(sendNotice(channel, notice, { env: ownEnv, timeoutMs: 2000 }), { message: /channel 'mail' \(email\): the target resolves to a port of the console's own servers/ }, host);
+  }
+  // Another port of this machine is still a target (the tests' receivers), and so is another address.
+  assert.equal(hostProblem('0::1', port + 1, ownEnv), null);
+  assert.equal(hostProblem('::2', port, ownEnv), null);
 });
