@@ -212,6 +212,21 @@ async function refuse(
   throw new HttpError(r.status, r.error, r.detail, r.headers);
 }
 
+/**
+ * A read with effects the operator opened themselves - typed, pasted or bookmarked into the address bar, or from
+ * another application: the browser says `Sec-Fetch-Site: none` for a navigation no page started. No page on another
+ * site can send that (its links and forms say `cross-site` or `same-site`), so it is no forgery; refusing it broke a
+ * saved export link. A change is never let through this way.
+ */
+function typedOrBookmarkedRead(request: Request, action: Action): boolean {
+  return (
+    !isMutating(action) &&
+    READ_METHODS.has(request.method.toUpperCase()) &&
+    request.headers.get('sec-fetch-site') === 'none' &&
+    request.headers.get('sec-fetch-mode') === 'navigate'
+  );
+}
+
 function withScopeDetails(details: Record<string, unknown> | null): Record<string, unknown> | null {
   const scoped = scopeAuditDetails();
   return scoped === undefined ? details : { ...scoped, ...details };
@@ -377,7 +392,7 @@ async function check(
   }
   const assignments = ctx ? await rolesOf(principal, ctx) : [{ role: 'Owner' as const, endpointId: null, source: 'auth off' }];
   if (originChecked) {
-    const problem = originProblem(request);
+    const problem = typedOrBookmarkedRead(request, action) ? null : originProblem(request);
     if (problem !== null)
       return refuse(ctx, principal, assignments, label, endpointId, subject, { status: 403, error: 'forbidden', detail: problem });
   }

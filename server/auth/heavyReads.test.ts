@@ -1,7 +1,7 @@
 // Reads that cost the store as much as many changes (embedded stack, real clients, sign-in on with real session
 // cookies): the events export (up to 100,000 rows) and a bulk job's freeze (up to 100,000 rows) are charged against
 // the caller's rate limit at HEAVY_READ_COST, answered 429 with Retry-After past it, and the export - a GET with
-// effects - is refused from another site.
+// effects - is refused from another site (a saved link opened in the address bar is not another site).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
@@ -86,10 +86,19 @@ describe('heavy reads are rate-limited', () => {
       const crossSite = await route.GET(get(other, { 'sec-fetch-site': 'cross-site' }), target);
       assert.equal(crossSite.status, 403, await crossSite.clone().text());
       await crossSite.text();
+      // A fetch no page started that is not a navigation is not the operator's own click: refused.
+      const notNavigation = await route.GET(get(other, { 'sec-fetch-site': 'none', 'sec-fetch-mode': 'cors' }), target);
+      assert.equal(notNavigation.status, 403, await notNavigation.clone().text());
+      await notNavigation.text();
       // The console's own page still downloads it.
       const own = await route.GET(get(other, { 'sec-fetch-site': 'same-origin' }), target);
       assert.equal(own.status, 200);
       await own.text();
+      // So does a saved or pasted export link opened in the address bar (Sec-Fetch-Site: none, a navigation): no page
+      // on another site can send that. Before, 403.
+      const typed = await route.GET(get(other, { 'sec-fetch-site': 'none', 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document' }), target);
+      assert.equal(typed.status, 200, await typed.clone().text());
+      await typed.text();
     });
   });
 
