@@ -2,7 +2,8 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeBody, MessageType, Prop } from '@nimbus/sdk/contract';
 import type { StatusRow } from '../../lib/store/index.ts';
-import { buildCommand, commandMessageId } from './commands.ts';
+import { auditorFields, buildCommand, commandMessageId } from './commands.ts';
+import { auditWriteSchema } from '../../lib/store/schemas.ts';
 import { refusal, specOfClaim } from './manager.ts';
 
 const row = (over: Partial<StatusRow> = {}): StatusRow => ({
@@ -126,4 +127,16 @@ describe('Manager commands', () => {
     assert.deepEqual(specOfClaim(claim({ messageType: MessageType.SkipRequest })), { kind: 'skip' });
     assert.equal(specOfClaim(claim({ messageType: MessageType.HandoffCompletedRequest })), undefined);
   });
+});
+
+test("the auditor written with a command's history entry fits the history's limits: a long OIDC subject, an empty name", () => {
+  // Before, `user:` + a 255-character subject went in whole, the store refused the receipt (StoreInputError) after
+  // the command had gone out: the command sent, the operator answered 400, a bulk job finding no receipt for it.
+  const entry = (a: Parameters<typeof auditorFields>[0]) => auditWriteSchema.safeParse({ eventId: 'evt-1', type: 'ResubmissionRequest', ...auditorFields(a) });
+  for (const a of [{ name: 'Pat', id: `user:${'x'.repeat(255)}` }, { name: 'n'.repeat(300), id: 'user:1' }, { name: '', id: 'user:2' }, 'm'.repeat(300)]) {
+    const parsed = entry(a);
+    assert.ok(parsed.success, `${JSON.stringify(a).slice(0, 60)}: ${parsed.success ? '' : parsed.error.message}`);
+  }
+  assert.deepEqual(auditorFields({ name: '', id: 'user:2' }), { auditor: 'user:2', auditorId: 'user:2' });
+  assert.deepEqual(auditorFields({ name: 'Pat', id: 'user:3' }), { auditor: 'Pat', auditorId: 'user:3' });
 });

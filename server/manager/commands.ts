@@ -80,8 +80,17 @@ export function handedOffBy(row: Pick<StatusRow, 'messageType' | 'parentMessageI
  */
 export type Auditor = string | { name: string; id: string };
 export const auditorName = (a: Auditor): string => (typeof a === 'string' ? a : a.name);
-/** The audit entry's `auditor` and, when known, `auditorId`. */
-export const auditorFields = (a: Auditor): { auditor: string; auditorId?: string } => (typeof a === 'string' ? { auditor: a } : { auditor: a.name, auditorId: a.id });
+const AUDITOR_MAX = 256;
+/**
+ * The audit entry's `auditor` and, when known, `auditorId`, cut to the history's 256 characters: an OIDC subject may be
+ * 255 characters (`user:` + it is more), and an entry over the limit was refused after the command went out - a
+ * command sent, answered 400, and a bulk job finding no receipt for it. A name left empty falls back to the id.
+ */
+export const auditorFields = (a: Auditor): { auditor: string; auditorId?: string } => {
+  if (typeof a === 'string') return { auditor: a.slice(0, AUDITOR_MAX) };
+  const id = a.id.slice(0, AUDITOR_MAX);
+  return { auditor: a.name.slice(0, AUDITOR_MAX) || id, ...(id !== '' ? { auditorId: id } : {}) };
+};
 
 export interface BuiltCommand {
   type: CommandType;
