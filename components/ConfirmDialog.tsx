@@ -58,3 +58,15 @@ export function CommandUnavailable({ reason }: { reason: string }) {
     </p>
   );
 }
+
+/**
+ * After a refusal because the event had changed since the dialog opened: what it now is, and that confirming again
+ * acts on that (components/EventView.tsx). A status, so a screen reader says it when it appears.
+ */
+export function EventChanged({ text }: { text: string }) {
+  return (
+    <p role="status" data-testid="event-changed" className="mt-2 rounded border border-sky-200 bg-sky-50 px-3 py-2 text-sm text-sky-900">
+      {text}
+    </p>
+  );
+}

@@ -11,9 +11,9 @@ import { useEffect, useRef, useState, type ReactNode } from 'react';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, endpointHref, eventHref, type CommandResult, type EventDetails } from './api.ts';
 import { endpointQuery, eventQuery, queryKeys } from './queries.ts';
-import { commandFailureMayLeaveStaleEvent } from './commandFailure.ts';
-import { ConfirmDialog } from './ConfirmDialog.tsx';
-import { awaitedCommand, commandUnavailableReason, isActionable, isHandoff, type EventCommand } from './eventCommands.ts';
+import { commandFailureMayLeaveStaleEvent, isChangedSinceSeen } from './commandFailure.ts';
+import { ConfirmDialog, EventChanged } from './ConfirmDialog.tsx';
+import { awaitedCommand, commandUnavailableReason, eventChangedText, isActionable, isHandoff, type EventCommand, type SeenState } from './eventCommands.ts';
 import { MessageId } from './MessageId.tsx';
 import { parkedCountText, releasedText } from './sessionRelease.ts';
 import { SessionFate } from './SessionFate.tsx';
@@ -134,19 +134,47 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
   // under a new message must not be resubmitted a second time by a click made on the older view. Not the id read
   // at confirm time: the page refreshes behind an open dialog, and the operator decided on what the dialog opened on.
   const [shownMessageId, setShownMessageId] = useState<string | undefined>(undefined);
+  // After a refusal because the event had changed since (409 "changed"), the dialog stays open on the operator's
+  // input and the event is read again; once that read is in, the dialog says what the event now is (`seenNow`) and
+  // takes its message as the one seen, so a second, deliberate confirm acts on the new state. Before, every confirm
+  // sent the id the dialog opened with and was refused again: the only way on was to close and reopen it, losing an
+  // edited payload. Never before the refusal has been shown: switching silently would defeat the check.
+  // `awaitingReadAfter`: the event's dataUpdatedAt when the refusal came in; any later one is a read begun after it
+  // (the invalidation cancels a read under way, whose answer is then dropped).
+  const [awaitingReadAfter, setAwaitingReadAfter] = useState<number | null>(null);
+  const [seenNow, setSeenNow] = useState<SeenState | null>(null);
+  // Which opening of a dialog a command belongs to: a refusal that lands after its dialog was closed (or another
+  // opened) must not change what the next dialog sends.
+  const opening = useRef(0);
+  const forgetChange = () => {
+    setAwaitingReadAfter(null);
+    setSeenNow(null);
+  };
   const openDialog = (next: Exclude<Dialog, null>) => {
+    opening.current += 1;
     setActionError(null);
     setShownMessageId(e?.messageId);
+    forgetChange();
     setDialog(next);
   };
   const closeDialog = () => {
+    opening.current += 1;
     setDialog(null);
     setActionError(null);
+    forgetChange();
   };
+  useEffect(() => {
+    if (awaitingReadAfter === null || !e || q.dataUpdatedAt <= awaitingReadAfter) return;
+    setShownMessageId(e.messageId);
+    setSeenNow({ status: e.status, subStatus: e.subStatus, messageType: e.messageType, messageId: e.messageId });
+    setAwaitingReadAfter(null);
+  }, [awaitingReadAfter, q.dataUpdatedAt, e]);
 
   const run = async (action: () => Promise<CommandResult>, label: string, releasesSession = false) => {
     setBusy(true);
     setActionError(null);
+    forgetChange();
+    const sentIn = opening.current;
     const parkedWhenSent = d?.parkedSiblings.length ?? 0;
     // The list is one page: past it, how many were parked (and so released) is only known as a lower bound.
     const parkedCapped = d?.parkedSiblingsCapped === true;
@@ -166,6 +194,9 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
       // The dialog stays open with the error inside it (the page behind a modal dialog is inert and unread): the
       // operator reads why, then tries again or cancels, as in every other dialog of the console.
       setActionError(err);
+      // The event moved on from the message the dialog opened on: what it now is comes with the read below.
+      if (isChangedSinceSeen(err) && sentIn === opening.current)
+        setAwaitingReadAfter(qc.getQueryState(queryKeys.event(endpointId, eventId))?.dataUpdatedAt ?? 0);
       // A 409 says the event moved on (another operator resubmitted or skipped it); a 5xx or a dropped request may
       // have changed it too: it is read again now, so the page (and its buttons) show its state when the dialog
       // closes, not the old one until the next timed refresh 10 s later. Not awaited: the retry stays at hand.
@@ -199,6 +230,8 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
   // The open dialog's command, when the event as now read no longer offers it (someone else acted first). Not while
   // the command is under way: the page's own command may claim the event before its answer is in.
   const unavailable = dialog !== null && !busy ? commandUnavailableReason(dialog, e) : null;
+  // After a "changed" refusal, what the event now is (when it still offers the command; otherwise `unavailable` says).
+  const changed = dialog !== null && seenNow && !unavailable ? eventChangedText(dialog, seenNow) : null;
   const payloadText = e.payload === null || e.payload === undefined ? null : formatPayload(e.payload).text;
   const typeOptions = [...new Set([...(ep?.consumes ?? []), e.eventTypeId ?? ''])].filter(Boolean).sort();
 
@@ -465,6 +498,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
             }
           />
           <ErrorBox error={actionError} />
+          {changed ? <EventChanged text={changed} /> : null}
         </ConfirmDialog>
       ) : null}
       {dialog === 'skip' ? (
@@ -479,6 +513,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
             }
           />
           <ErrorBox error={actionError} />
+          {changed ? <EventChanged text={changed} /> : null}
         </ConfirmDialog>
       ) : null}
       {dialog === 'complete' ? (
@@ -518,6 +553,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           typeOptions={typeOptions}
           busy={busy}
           error={actionError}
+          changed={changed}
           unavailable={unavailable}
           onCancel={closeDialog}
           onSubmit={(payload, eventTypeId) => void run(() => api.resubmit(endpointId, eventId, shownMessageId, { payload, eventTypeId }), 'Edited resubmission', true)}

@@ -27,10 +27,13 @@ export interface CatalogEventTypeView {
 export class ApiError extends Error {
   readonly status: number;
   readonly detail: string;
-  constructor(status: number, error: string, detail: string) {
+  /** The server's stable name for this refusal, when it gives one (server/http.ts HttpError.code). */
+  readonly code: string | undefined;
+  constructor(status: number, error: string, detail: string, code?: string) {
     super(detail || error);
     this.status = status;
     this.detail = detail;
+    this.code = code;
   }
 }
 
@@ -45,8 +48,8 @@ export async function callApi<T>(path: string, init?: RequestInit): Promise<T> {
     // Not JSON (a proxy error page): reported by status below.
   }
   if (!res.ok) {
-    const b = (body ?? {}) as { error?: string; detail?: string };
-    throw new ApiError(res.status, b.error ?? res.statusText, b.detail ?? `request failed with ${res.status}`);
+    const b = (body ?? {}) as { error?: string; detail?: string; code?: unknown };
+    throw new ApiError(res.status, b.error ?? res.statusText, b.detail ?? `request failed with ${res.status}`, typeof b.code === 'string' ? b.code : undefined);
   }
   return body as T;
 }

@@ -1,4 +1,5 @@
 // Which failures of an operator command (resubmit, skip, handoff settlement) say the page may show a stale event.
+import type { CHANGED_SINCE_SEEN_CODE } from '../server/manager/manager.ts';
 import { ApiError } from './api.ts';
 
 /**
@@ -18,4 +19,20 @@ const REQUEST_REFUSALS: ReadonlySet<number> = new Set([400, 401, 403, 413, 415, 
 export function commandFailureMayLeaveStaleEvent(error: unknown): boolean {
   if (error instanceof ApiError) return !REQUEST_REFUSALS.has(error.status);
   return true;
+}
+
+/**
+ * The server's `code` of a resubmit or skip refused because the event moved on from the message the dialog was
+ * opened on (server/manager/manager.ts CHANGED_SINCE_SEEN_CODE: the type-only import ties the two, and keeps the
+ * server module out of the browser bundle).
+ */
+const CHANGED_SINCE_SEEN: typeof CHANGED_SINCE_SEEN_CODE = 'changed';
+
+/**
+ * True for that refusal (409 with its code): the command was not sent because the event is no longer what the
+ * operator decided on. The Event page then shows what it now is and lets a second, deliberate confirm act on that.
+ * Other 409s (the state does not allow the command, a claim under way) are not this.
+ */
+export function isChangedSinceSeen(error: unknown): boolean {
+  return error instanceof ApiError && error.status === 409 && error.code === CHANGED_SINCE_SEEN;
 }

@@ -1,7 +1,7 @@
 // Which commands the Event page offers for an event's state, and what an open dialog says once its command is gone.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { commandUnavailableReason, offersCommand, type EventCommand } from './eventCommands.ts';
+import { commandUnavailableReason, eventChangedText, offersCommand, type EventCommand } from './eventCommands.ts';
 
 const ALL: EventCommand[] = ['resubmit', 'edit', 'skip', 'complete', 'fail'];
 const state = (status: string, subStatus: string | null = null, messageType: string | null = null) => ({ status, subStatus, messageType });
@@ -31,4 +31,12 @@ test('an event that moved on names its real state and the command that is gone',
   // A failed handoff can be resubmitted or skipped, no longer settled.
   assert.equal(commandUnavailableReason('fail', state('Failed', null, 'HandoffFailedRequest')), 'This event is now Failed — Fail handoff is no longer available.');
   assert.equal(commandUnavailableReason('resubmit', state('Deferred', 'Blocked', 'DeferralResponse')), 'This event is now Deferred · Blocked — Resubmit is no longer available.');
+});
+
+test('after a "changed" refusal the dialog says what the event now is and what a second confirm acts on', () => {
+  assert.equal(
+    eventChangedText('edit', { status: 'Failed', subStatus: null, messageType: 'ErrorResponse', messageId: 'm-2' }),
+    'The event changed since this dialog opened: it is now Failed, last message ErrorResponse m-2. Nothing was sent; Resubmit edited payload again acts on the event as it is now.',
+  );
+  assert.match(eventChangedText('skip', { status: 'DeadLettered', subStatus: null, messageType: null, messageId: 'm-3' }), /now DeadLettered, last message m-3\. Nothing was sent; Skip again/);
 });

@@ -55,3 +55,18 @@ export function commandUnavailableReason(command: EventCommand, e: EventState): 
   const state = awaited ? `${e.status} (${awaited} sent by an operator)` : e.subStatus ? `${e.status} · ${e.subStatus}` : e.status;
   return `This event is now ${state} — ${COMMAND_BUTTON[command]} is no longer available.`;
 }
+
+/** The event as read again after a refusal that said it had changed: what the dialog now acts on. */
+export type SeenState = EventState & { messageId: string };
+
+/**
+ * What an open dialog says after its command was refused because the event had moved on from the message it was
+ * opened on (409 "changed", commandFailure.ts isChangedSinceSeen), once the event has been read again: what it now
+ * is, and that confirming again acts on that. Nothing was sent; the operator decides again, on the new state.
+ */
+export function eventChangedText(command: EventCommand, now: SeenState): string {
+  const state = now.subStatus ? `${now.status} · ${now.subStatus}` : now.status;
+  const last = now.messageType ? `${now.messageType} ${now.messageId}` : now.messageId;
+  const confirm = command === 'edit' ? 'Resubmit edited payload' : COMMAND_BUTTON[command];
+  return `The event changed since this dialog opened: it is now ${state}, last message ${last}. Nothing was sent; ${confirm} again acts on the event as it is now.`;
+}

@@ -4,25 +4,37 @@
 // not show the old state until its timed refresh (every 10 s, components/queries.ts eventQuery) comes round. The
 // dialog then stays open with what the operator typed, but when the event no longer offers the command its confirm
 // button is disabled and the dialog says why; after a failure that left the command on offer (a 5xx) it stays usable.
+// A refusal because the event changed since the dialog opened (409 "changed": another operator's resubmission failed
+// again under a new message) says what the event now is, and a second confirm acts on that state.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Page, Request } from 'playwright-core';
-import { MessageType } from '@nimbus/sdk/contract';
-import { seedEvent } from '../server/testing/seed.ts';
+import { MessageType, Prop } from '@nimbus/sdk/contract';
+import type { StatusWrite } from '../lib/store/index.ts';
+import { msg } from '../lib/store/testing/fixtures.ts';
+import { seedEvent, type SeededEvent } from '../server/testing/seed.ts';
+import { drainSession, jsonBody } from '../server/testing/sessionWire.ts';
 import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
 let ui: SeededConsole | undefined;
+/** A Failed order of its own, for the test of a refusal because the event changed behind the dialog. */
+let failedAgain: SeededEvent | undefined;
 
 before(async () => {
   ui = await startSeededConsole({
     // One more dead-lettered order, for a test of its own (the demo's evt-dead-1 is skipped by the first test).
-    prepare: ({ stack, base }) =>
-      seedEvent(stack.store, base, { endpointId: 'billingendpoint', eventId: 'evt-dead-2', sessionId: 'ORD-301', eventTypeId: 'OrderPlaced', payload: { orderId: 'ORD-301' } }, MessageType.ErrorResponse, {
+    prepare: async ({ stack, base }) => {
+      await seedEvent(stack.store, base, { endpointId: 'billingendpoint', eventId: 'evt-dead-2', sessionId: 'ORD-301', eventTypeId: 'OrderPlaced', payload: { orderId: 'ORD-301' } }, MessageType.ErrorResponse, {
         deadLetterReason: 'PayloadDeserializationError',
         errorText: 'malformed payload',
-      }).then(() => undefined),
+      });
+      failedAgain = await seedEvent(stack.store, base, { endpointId: 'billingendpoint', eventId: 'evt-failed-again', sessionId: 'ORD-302', eventTypeId: 'OrderPlaced', payload: { orderId: 'ORD-302' } }, MessageType.ErrorResponse, {
+        errorType: 'LedgerTimeout',
+        errorText: 'ledger did not answer',
+      });
+    },
   });
 });
 
@@ -281,6 +293,84 @@ describe('event page after a refused command', () => {
       assert.equal(attempts, 2);
     } finally {
       await page.unrouteAll({ behavior: 'ignoreErrors' });
+      await page.close();
+    }
+  });
+});
+
+describe('event page after a refusal because the event changed since the dialog opened', () => {
+  test('an edited resubmit refused because another resubmission failed again says what the event now is, keeps the edit, and the second confirm sends it', async () => {
+    const page = await ui!.browser.newPage();
+    const ev = failedAgain!;
+    const resubmitPath = `/api/event/resubmit/${ev.endpointId}/${ev.eventId}`;
+    const sentBodies: unknown[] = [];
+    page.on('request', (r) => {
+      if (r.method() === 'POST' && new URL(r.url()).pathname === resubmitPath) sentBodies.push(r.postDataJSON());
+    });
+    try {
+      await page.goto(`${ui!.url}/endpoints/${ev.endpointId}/events/${ev.eventId}`);
+      await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+      await page.getByRole('button', { name: 'Resubmit with changes' }).click();
+      const dialog = page.getByRole('dialog');
+      const editor = dialog.getByLabel('Edited payload (JSON)');
+      await editor.waitFor();
+      await editor.fill(JSON.stringify({ ...EDITED_ORDER, orderId: 'ORD-302' }, null, 2));
+      await dialog.getByTestId('edit-problems').getByText('Valid JSON', { exact: true }).waitFor();
+
+      // Behind the dialog, another operator resubmits the event (a plain resubmit, through the console's API) and
+      // the resubmission fails again: the Resolver records the command and the new failure (as it writes them), so
+      // the event is Failed again - it still offers Resubmit with changes - under a new last message.
+      const theirs = await fetch(`${ui!.url}${resubmitPath}`, { method: 'POST' });
+      assert.equal(theirs.status, 200, await theirs.clone().text());
+      const command = ((await theirs.json()) as { messageId: string }).messageId;
+      const record = (m: StatusWrite) => ui!.stack.store.recordOutcome({ history: { ...m, enqueuedAt: m.enqueuedAt ?? new Date().toISOString() }, status: m });
+      const base = { endpointId: ev.endpointId, eventId: ev.eventId, sessionId: ev.sessionId };
+      await record(msg(MessageType.ResubmissionRequest, { ...base, messageId: command, parentMessageId: ev.lastMessageId, payload: ev.payload, from: 'Manager', to: ev.endpointId }));
+      const again = msg(MessageType.ErrorResponse, { ...base, parentMessageId: command, errorType: 'LedgerTimeout', errorText: 'ledger did not answer again', from: ev.endpointId, to: 'Resolver' });
+      await record(again);
+
+      // The first confirm carries the message the dialog opened on: refused, nothing sent.
+      const send = dialog.getByRole('button', { name: 'Resubmit edited payload' });
+      const refused = page.waitForResponse((r) => new URL(r.url()).pathname === resubmitPath, { timeout: 60_000 });
+      await send.click();
+      const first = await refused;
+      assert.equal(first.status(), 409);
+      const answer = (await first.json()) as { detail: string; code?: string };
+      await dialog.getByRole('alert').filter({ hasText: answer.detail }).waitFor();
+      // Once the event has been read again, the dialog says what it now is, and the edit is as typed.
+      const changed = dialog.getByTestId('event-changed');
+      await changed.waitFor();
+      assert.equal(
+        await changed.textContent(),
+        `The event changed since this dialog opened: it is now Failed, last message ErrorResponse ${again.messageId}. Nothing was sent; Resubmit edited payload again acts on the event as it is now.`,
+      );
+      assert.match((await editor.textContent()) ?? '', /"fixedBy": "operator"/);
+      assert.equal(await dialog.getByTestId('command-unavailable').count(), 0, 'the event still offers the command');
+
+      // The second, deliberate confirm acts on the new state: sent, with the edited payload.
+      const sent = page.waitForResponse((r) => new URL(r.url()).pathname === resubmitPath, { timeout: 60_000 });
+      await send.click();
+      const second = await sent;
+      assert.equal(second.status(), 200, await second.text());
+      assert.equal(((await second.json()) as { outcome: string }).outcome, 'sent');
+      await dialog.waitFor({ state: 'detached' });
+      await page.getByRole('status').filter({ hasText: 'Edited resubmission sent' }).waitFor();
+
+      assert.equal(answer.code, 'changed', 'the refusal names itself by a stable code');
+      assert.deepEqual(
+        sentBodies.map((b) => (b as { lastMessageId?: string }).lastMessageId),
+        [ev.lastMessageId, again.messageId],
+        'the first confirm carried the message the dialog opened on, the second the one it then showed',
+      );
+      // On the wire: the other operator's resubmission, then this one with the operator's edit.
+      const wire = (await drainSession(ui!.stack.serviceBus.client, ev.endpointId, ev.sessionId)).map((m) => {
+        const body = jsonBody(m) as { EventContent?: { EventJson?: string } | null };
+        return { type: m.applicationProperties?.[Prop.MessageType], payload: JSON.parse(body.EventContent?.EventJson ?? 'null') as { fixedBy?: string } | null };
+      });
+      assert.deepEqual(wire.map((w) => w.type), [MessageType.ResubmissionRequest, MessageType.ResubmissionRequest]);
+      assert.equal(wire[0]!.payload?.fixedBy, undefined, "the other operator's resubmission of the stored payload");
+      assert.equal(wire[1]!.payload?.fixedBy, 'operator', 'the edited payload went out');
+    } finally {
       await page.close();
     }
   });

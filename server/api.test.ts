@@ -386,7 +386,10 @@ describe('console API on the embedded stack', () => {
     const ev = params({ endpointId: e.endpointId, eventId: e.eventId });
     const changed = async (res: Response) => {
       assert.equal(res.status, 409, await res.clone().text());
-      assert.match(((await res.json()) as { detail: string }).detail, /changed since you opened it/);
+      const body = (await res.json()) as { error: string; detail: string; code?: string };
+      assert.match(body.detail, /changed since you opened it/);
+      // A stable code beside error and detail: the event page tells this 409 from the others by it.
+      assert.deepEqual([body.error, body.code], ['conflict', 'changed']);
     };
     await changed(await routes.resubmit.POST(post('/x', { lastMessageId: 'an-older-message' }), ev));
     await changed(await routes.skip.POST(post('/x', { lastMessageId: 'an-older-message' }), ev));

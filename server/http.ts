@@ -1,5 +1,6 @@
 // HTTP plumbing shared by the route handlers: zod parsing with a 400, typed errors mapped to status codes, and
-// one JSON error shape `{ error, detail }`. Handlers stay "parse, authorize, call server/".
+// one JSON error shape `{ error, detail }` (and `code` where a caller must tell one refusal from the others by more
+// than its status). Handlers stay "parse, authorize, call server/".
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { z } from 'zod';
 import { StoreInputError, StoreThrottledError, describeIssues, isStoreError } from '../lib/store/index.ts';
@@ -13,17 +14,24 @@ export class HttpError extends Error {
   readonly detail: string;
   /** Headers the answer carries (a 429's Retry-After). */
   readonly headers: Record<string, string> | undefined;
-  constructor(status: number, error: string, detail: string, headers?: Record<string, string>) {
+  /**
+   * A stable name for this refusal, answered as `code` beside `error` and `detail`: for a caller that acts on one
+   * refusal differently from the others of its status (the event page on a 409 "changed since you opened it"), so
+   * it need not match the detail's wording.
+   */
+  readonly code: string | undefined;
+  constructor(status: number, error: string, detail: string, headers?: Record<string, string>, code?: string) {
     super(error);
     this.status = status;
     this.detail = detail;
     this.headers = headers;
+    this.code = code;
   }
 }
 
 export const badRequest = (detail: string) => new HttpError(400, 'bad request', detail);
 export const notFound = (detail: string) => new HttpError(404, 'not found', detail);
-export const conflict = (detail: string) => new HttpError(409, 'conflict', detail);
+export const conflict = (detail: string, code?: string) => new HttpError(409, 'conflict', detail, undefined, code);
 
 export function json(body: unknown, status = 200): Response {
   return Response.json(body, { status, headers: { 'cache-control': 'no-store' } });
@@ -37,10 +45,10 @@ const isNamed = (err: unknown, name: string): err is Error => err instanceof Err
  * The answer a thrown error gets: status, error, detail (and headers). `internal` marks an unknown failure, answered
  * without its text. `audited` records the same status and reason as the caller gets.
  */
-export function describeError(err: unknown): { status: number; error: string; detail: string; headers?: Record<string, string>; internal?: true } {
+export function describeError(err: unknown): { status: number; error: string; detail: string; code?: string; headers?: Record<string, string>; internal?: true } {
   if (err instanceof HttpError || (isNamed(err, 'HttpError') && typeof (err as HttpError).status === 'number')) {
     const e = err as HttpError;
-    return { status: e.status, error: e.message, detail: e.detail, ...(e.headers ? { headers: e.headers } : {}) };
+    return { status: e.status, error: e.message, detail: e.detail, ...(e.code ? { code: e.code } : {}), ...(e.headers ? { headers: e.headers } : {}) };
   }
   if (err instanceof StoreInputError || isNamed(err, 'StoreInputError')) return { status: 400, error: 'bad request', detail: err.message };
   if (err instanceof ConfigError || isNamed(err, 'ConfigError') || isNamed(err, 'CatalogError'))
@@ -62,7 +70,7 @@ export function errorResponse(err: unknown): Response {
   const d = describeError(err);
   // Unknown failures: logged with their message only (no request bodies), answered without internals.
   if (d.internal) log.error({ err: err instanceof Error ? { name: err.name, message: err.message } : String(err) }, 'request failed');
-  return Response.json({ error: d.error, detail: d.detail }, { status: d.status, headers: { 'cache-control': 'no-store', ...d.headers } });
+  return Response.json({ error: d.error, detail: d.detail, ...(d.code ? { code: d.code } : {}) }, { status: d.status, headers: { 'cache-control': 'no-store', ...d.headers } });
 }
 
 /** Writes the audit entry of an authorized change that ended with this error before `audited` ran. */

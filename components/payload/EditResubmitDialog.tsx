@@ -9,7 +9,7 @@
 // stored payload changed meanwhile (the diff stays against the payload the dialog opened with).
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
-import { CommandUnavailable } from '../ConfirmDialog.tsx';
+import { CommandUnavailable, EventChanged } from '../ConfirmDialog.tsx';
 import { ErrorBox } from '../format.tsx';
 import { ModalShell } from '../ModalShell.tsx';
 import { useFocusAwayWhenUnavailable } from '../useFocusAwayWhenUnavailable.ts';
@@ -35,6 +35,11 @@ export function EditResubmitDialog(props: {
   busy: boolean;
   /** Why the last send failed (shown in the dialog), or nothing. */
   error?: unknown;
+  /**
+   * After a send refused because the event had changed since the dialog opened: what it now is (the edit stays, and
+   * sending again acts on that state).
+   */
+  changed?: string | null;
   /** Why the event can no longer be resubmitted (it moved on): said in the dialog, and sending is disabled. */
   unavailable?: string | null;
   onCancel: () => void;
@@ -177,6 +182,7 @@ export function EditResubmitDialog(props: {
           <ErrorBox error={props.error} />
         </div>
       ) : null}
+      {props.changed ? <EventChanged text={props.changed} /> : null}
       {props.unavailable ? (
         <div className="mt-2">
           <CommandUnavailable reason={props.unavailable} />

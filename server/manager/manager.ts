@@ -97,6 +97,11 @@ export interface CommandTarget {
 
 /** The answer to a resubmit or skip whose seen version (CommandSpec.seenMessageId) is no longer the event's. */
 export const CHANGED_SINCE_SEEN = 'the event has changed since you opened it (another command or outcome came in); nothing was sent - reload it and decide again';
+/**
+ * The JSON error's `code` of that answer: the event page tells it from the other 409s (a state that does not allow
+ * the command, a claim under way) by this, not by the detail's wording, and then shows the event as it now is.
+ */
+export const CHANGED_SINCE_SEEN_CODE = 'changed';
 
 /** The history property the Resolver records a request's unparsable EventJson under (resolver-worker/project.ts). */
 const RESOLVER_PAYLOAD_PROBLEM = 'ResolverPayloadProblem';
@@ -215,7 +220,7 @@ export class Manager {
       // second resubmission went out (the handler ran twice) and a resubmit edited against the first failure's
       // payload replaced the other operator's edit (staleClick.test.ts).
       const shown = seen === undefined ? rows : rows.filter((r) => r.lastMessageId === seen);
-      if (shown.length === 0) throw conflict(CHANGED_SINCE_SEEN);
+      if (shown.length === 0) throw conflict(CHANGED_SINCE_SEEN, CHANGED_SINCE_SEEN_CODE);
       const row = shown.find((r) => refusal(spec, r) === undefined);
       if (!row) throw conflict(refusal(spec, shown[0]!) ?? 'the event does not allow this action');
 
