@@ -410,6 +410,11 @@ export class SubscriberHost implements AsyncDisposable {
           if (waitMs < idleMs) this.logHorizonRelease(receiver, lastBatchMs);
           return false; // idle (or at the horizon): release the session
         }
+        // The circuit's signal for this batch, taken before the probe's deadline starts: the breaker replaces its
+        // controller when it opens, so a deadline that passed before a delivery read `this.circuitController` (a
+        // loaded machine, a slow behaviour) aborted the old one and the delivery ran its handler under the fresh one,
+        // unbounded - the hang the deadline is there to end (subscriberHost.test.ts' half-open probe test hung so).
+        const circuitSignal = this.circuitController.signal;
         permit?.handling(); // a probe's deadline counts from here: the wait for a message was no hang
         const batchStartedAt = Date.now();
         // Set once the circuit opened under this batch: the rest of it goes back with the session.
@@ -469,8 +474,8 @@ export class SubscriberHost implements AsyncDisposable {
             lockLost: () => lock.lost() !== undefined,
           });
           // The handler's ctx.signal is a per-delivery child too: whatever a handler leaves on it goes with it. It
-          // follows the stop signal and the circuit signal current when the delivery starts.
-          const parents = goingBack ?? (breaker ? [signal, this.circuitController.signal] : signal);
+          // follows the stop signal and the circuit signal of the batch (above): one opened since aborts it.
+          const parents = goingBack ?? (breaker ? [signal, circuitSignal] : signal);
           // The handler, its responses and the settlement run in the message's process span (tracing.ts).
           const { result, error } = await withProcessSpan(message, { topic: this.options.endpointId, subscription: this.options.endpointId }, async (span) => {
             const r = await withLinkedSignal(parents, (deliverySignal) => this.dispatcher.dispatchDetailed(message, port, deliverySignal));
