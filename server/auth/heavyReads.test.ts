@@ -2,10 +2,10 @@
 // cookies): the events export (up to 100,000 rows) and a bulk job's freeze (up to 100,000 rows) are charged against
 // the caller's rate limit at HEAVY_READ_COST, answered 429 with Retry-After past it, and the export - a GET with
 // effects - is refused from another site (a saved link opened in the address bar is not another site).
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
-import { seedConsoleData, seedEvent } from '../testing/seed.ts';
+import { useConsoleStack } from '../testing/consoleStack.ts';
+import { seedEvent } from '../testing/seed.ts';
 import { MessageType } from '@nimbus/sdk/contract';
 import { SESSION_COOKIE, sealSession } from './session.ts';
 import type { Principal } from './principal.ts';
@@ -17,23 +17,7 @@ process.env.NIMBUS_LOG_LEVEL = 'silent';
 const SECRET = 'heavy-reads-test-session-secret-0123456789-abcdef';
 const AUTH_ENV = oidcTestEnv(SECRET);
 
-let stack: ConsoleTestStack;
-let closeContext: () => Promise<void>;
-let closeOps: () => Promise<void>;
-
-before(async () => {
-  stack = await startConsoleTestStack('heavy-reads');
-  Object.assign(process.env, stack.env, AUTH_ENV);
-  await seedConsoleData(stack.store);
-  ({ closeContext } = await import('../context.ts'));
-  ({ closeOpsServices: closeOps } = await import('../heartbeat/services.ts'));
-});
-
-after(async () => {
-  await closeOps?.();
-  await closeContext?.();
-  await stack?.close();
-});
+const stack = useConsoleStack({ database: 'heavy-reads', env: AUTH_ENV, seed: true });
 
 const params = <P>(p: P) => ({ params: Promise.resolve(p) });
 const cookieOf = (p: Principal) => `${SESSION_COOKIE}=${sealSession(p, { secret: SECRET, maxAgeSeconds: 600 })}`;
