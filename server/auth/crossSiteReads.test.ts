@@ -4,10 +4,9 @@
 // sends such a GET with the user's Lax cookie by a top-level navigation, and with sign-in off by an <img>: each must
 // be refused 403 and audited like a cross-site change, spending nothing. The console's own pages and bearer callers
 // (no Sec-Fetch-Site, an Origin of their own or none) keep working, and plain reads stay open to links from elsewhere.
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
-import { seedConsoleData } from '../testing/seed.ts';
+import { useConsoleStack } from '../testing/consoleStack.ts';
 import { API_AUDIENCE, startTestOidcProvider, type TestOidcProvider } from '../testing/oidcProvider.ts';
 import { oidcProviderEnv } from '../testing/oidcEnv.ts';
 import { SESSION_COOKIE, sealSession } from './session.ts';
@@ -17,34 +16,24 @@ import { queryAudit } from '../audit/auditLog.ts';
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
 const SECRET = 'cross-site-reads-test-session-secret-0123456789';
-let stack: ConsoleTestStack;
 let idp: TestOidcProvider;
-let closeContext: () => Promise<void>;
-let closeOps: () => Promise<void>;
-
-before(async () => {
-  stack = await startConsoleTestStack('crosssitereads');
-  idp = await startTestOidcProvider({ redirectUris: ['http://127.0.0.1:1/auth/callback'], postLogoutRedirectUris: [] });
-  Object.assign(
-    process.env,
-    stack.env,
-    oidcProviderEnv(idp, {
+const stack = useConsoleStack({
+  database: 'crosssitereads',
+  // The identity provider starts with the stack; its variables go over the stack's.
+  env: async () => {
+    idp = await startTestOidcProvider({ redirectUris: ['http://127.0.0.1:1/auth/callback'], postLogoutRedirectUris: [] });
+    return oidcProviderEnv(idp, {
       sessionSecret: SECRET,
       bearerAudience: API_AUDIENCE,
       // People by their app roles; the provider's service client (app role Handoff.Settle) reads and is the ERP's agent.
       roleMap: { roles: { Operator: 'Operator', 'Handoff.Settle': ['Reader', 'Agent:erpendpoint'] } },
-    }),
-  );
-  await seedConsoleData(stack.store);
-  ({ closeContext } = await import('../context.ts'));
-  ({ closeOpsServices: closeOps } = await import('../heartbeat/services.ts'));
+    });
+  },
+  seed: true,
 });
-
+// Runs after useConsoleStack's `after` (top-level `after` hooks run in order): the console is closed by then.
 after(async () => {
-  await closeOps?.();
-  await closeContext?.();
   await idp?.close();
-  await stack?.close();
 });
 
 /** Runs `fn` with some environment variables set (undefined: removed), restoring them after. */
