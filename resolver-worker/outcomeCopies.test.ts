@@ -144,6 +144,13 @@ describe('a claim undone by a restore, then its command reaches the Resolver (a 
   });
 });
 
+/** The retry policy's RetryRequest on the failure a claimed `command` answers too, then that retry's own failure. */
+function retryAndItsFailure(command: WireMessage, ep: string, eventId: string, sessionId: string) {
+  const retry: WireMessage = { type: T.RetryRequest, messageId: uniq('y'), eventId, sessionId, to: ep, from: 'shop', parentMessageId: command.parentMessageId, props: { RetryCount: 1 } };
+  const failedAgain: WireMessage = { type: T.ErrorResponse, messageId: uniq('x2'), eventId, sessionId, from: ep, parentMessageId: retry.messageId, body: errorBody('boom') };
+  return { retry, failedAgain };
+}
+
 /** An event failed on its row, then the Manager's claim of `kind` on it, as the Manager writes it before the send. */
 async function failedThenClaimed(kind: 'resubmit' | 'skip') {
   const { ep, eventId, sessionId, x } = failureThenRetry();
@@ -218,8 +225,7 @@ describe("a console command's copy that comes back after its answer and a later 
       // A Resolver behind on the session: the retry and its failure, enqueued before the operator's claim, are recorded
       // after it, so the row's last message is no longer the claim's when the command itself arrives.
       const { ep, eventId, sessionId, command } = await failedThenClaimed('resubmit');
-      const retry: WireMessage = { type: T.RetryRequest, messageId: uniq('y'), eventId, sessionId, to: ep, from: 'shop', parentMessageId: command.parentMessageId, props: { RetryCount: 1 } };
-      const failedAgain: WireMessage = { type: T.ErrorResponse, messageId: uniq('x2'), eventId, sessionId, from: ep, parentMessageId: retry.messageId, body: errorBody('boom') };
+      const { retry, failedAgain } = retryAndItsFailure(command, ep, eventId, sessionId);
       await deliver([retry, failedAgain, command], 1);
       const row = await h.store.getStatusRow(ep, eventId, sessionId);
       assert.equal(row?.status, S.Pending);
@@ -234,8 +240,7 @@ describe("a console command's copy that comes back after its answer and a later 
     // asked commands. Refused, the row showed the retry, Reconcile offered the failure as its stale outcome, and a
     // refusal notice for the command found no row version of its own to restore (review).
     const { ep, eventId, sessionId, command } = await failedThenClaimed('resubmit');
-    const retry: WireMessage = { type: T.RetryRequest, messageId: uniq('y'), eventId, sessionId, to: ep, from: 'shop', parentMessageId: command.parentMessageId, props: { RetryCount: 1 } };
-    const failedAgain: WireMessage = { type: T.ErrorResponse, messageId: uniq('x2'), eventId, sessionId, from: ep, parentMessageId: retry.messageId, body: errorBody('boom') };
+    const { retry, failedAgain } = retryAndItsFailure(command, ep, eventId, sessionId);
     await inOneReceive([retry, failedAgain, command], 1);
     await inOneReceive([retry, failedAgain, command], 2);
     const row = await h.store.getStatusRow(ep, eventId, sessionId);
@@ -249,8 +254,7 @@ describe("a console command's copy that comes back after its answer and a later 
     // subscriber runs, not the failure before it.
     const { ep, eventId, sessionId, command } = await failedThenClaimed('resubmit');
     await h.store.recordHistory({ endpointId: ep, eventId, sessionId, messageId: command.messageId!, messageType: T.ResubmissionRequest, parentMessageId: command.parentMessageId ?? null, from: 'Manager', to: ep, enqueuedAt: new Date().toISOString() });
-    const retry: WireMessage = { type: T.RetryRequest, messageId: uniq('y'), eventId, sessionId, to: ep, from: 'shop', parentMessageId: command.parentMessageId, props: { RetryCount: 1 } };
-    const failedAgain: WireMessage = { type: T.ErrorResponse, messageId: uniq('x2'), eventId, sessionId, from: ep, parentMessageId: retry.messageId, body: errorBody('boom') };
+    const { retry, failedAgain } = retryAndItsFailure(command, ep, eventId, sessionId);
     await oneByOne([retry, failedAgain, command], 1);
     const row = await h.store.getStatusRow(ep, eventId, sessionId);
     assert.deepEqual([row?.status, row?.lastMessageId], [S.Pending, command.messageId]);
@@ -301,6 +305,23 @@ function retrySeries(ep: string, eventId: string, sessionId: string, first: stri
   return out;
 }
 
+/**
+ * A row completed by a retry series of 5 failures from a first delivery (retrySeries): 11 messages, so the first
+ * failure `x` has dropped off the row's applied ids (8 kept) and rule 7 no longer refuses its copy first.
+ */
+async function completedPastFirstFailure() {
+  const ep = uniq('crm');
+  const eventId = uniq('e');
+  const sessionId = uniq('s');
+  const all = retrySeries(ep, eventId, sessionId, uniq('req'), 5);
+  await oneByOne(all, 1);
+  const completed = (await h.store.getStatusRow(ep, eventId, sessionId))!;
+  const x = all[0]!;
+  assert.equal(completed.status, S.Completed);
+  assert.ok(!completed.appliedMessageIds?.includes(x.messageId!), "the failure's id has dropped off the list");
+  return { ep, eventId, sessionId, x, completed };
+}
+
 describe('the ErrorResponse comes back alone after more than 7 later messages of its row', () => {
   test('answered by a resubmission, then retries and a success: the copy is refused, the row stays Completed', async () => {
     // Its id has dropped off the row's applied ids (8 kept), so rule 7 asks the history: the resubmission names it.
@@ -327,15 +348,7 @@ describe('the ErrorResponse comes back alone after more than 7 later messages of
     // As the SDK sends them: the failure x and its RetryRequest both name the failed delivery, four failed retries
     // (each failure and retry naming that retry's delivery) and a success. Nothing names x, so rule 7's history
     // question finds nothing; rule 8 finds the retry of x's delivery. On the code before, the copy turned the row Failed.
-    const ep = uniq('crm');
-    const eventId = uniq('e');
-    const sessionId = uniq('s');
-    const all = retrySeries(ep, eventId, sessionId, uniq('req'), 5);
-    await oneByOne(all, 1);
-    const completed = (await h.store.getStatusRow(ep, eventId, sessionId))!;
-    const x = all[0]!;
-    assert.equal(completed.status, S.Completed);
-    assert.ok(!completed.appliedMessageIds?.includes(x.messageId!), "the failure's id has dropped off the list");
+    const { ep, eventId, sessionId, x, completed } = await completedPastFirstFailure();
     const failedBefore = await failedCount(ep);
 
     // The copy keeps x's enqueue time, as a broker redelivery or the Resolver's throttle replacement does (rule 8
@@ -353,16 +366,8 @@ describe('the ErrorResponse comes back alone after more than 7 later messages of
   test('a replacement without a readable OriginalEnqueuedTimeUtc is taken as the oldest: refused, the row stays Completed', async () => {
     // An older Resolver's replacement (no property) or one whose value is unreadable: recorded with its own broker
     // time, after its retries. Rule 8 bounded at that time found no retry: on the code before, the row turned Failed.
-    const ep = uniq('crm');
-    const eventId = uniq('e');
-    const sessionId = uniq('s');
     // Past the applied ids (as above), so rule 7 does not refuse it first and rule 8 decides.
-    const all = retrySeries(ep, eventId, sessionId, uniq('req'), 5);
-    await oneByOne(all, 1);
-    const completed = (await h.store.getStatusRow(ep, eventId, sessionId))!;
-    assert.equal(completed.status, S.Completed);
-    const x = all[0]!;
-    assert.ok(!completed.appliedMessageIds?.includes(x.messageId!));
+    const { ep, eventId, sessionId, x, completed } = await completedPastFirstFailure();
     const replacements: Array<Record<string, string | number>> = [
       { [Prop.ThrottleRetryCount]: 1 },
       { [Prop.ThrottleRetryCount]: 2, [Prop.OriginalEnqueuedTimeUtc]: 'yesterday' },
