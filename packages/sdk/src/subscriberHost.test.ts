@@ -404,6 +404,43 @@ describe("the circuit breaker's half-open probe", () => {
     assert.deepEqual(transitions.slice(0, 3), ['Closed->Open', 'Open->HalfOpen', 'HalfOpen->Open']);
     assert.deepEqual(broker.sent, [], 'nothing answered for the probe given up');
   });
+  test("a probe whose deadline has passed by the time its delivery is in hand: the delivery follows the circuit signal that opening aborted, not the fresh one", async () => {
+    // The window 9b3386e closed, opened on demand with the breaker's clock: the probe's receive comes back after its
+    // whole allowance (the receive wait plus probeTimeoutMs; a late drain on a loaded machine), so the state read in
+    // permit.handling() gives the probe up and opens the circuit, which replaces the host's circuit controller. The
+    // host reads no breaker state and awaits nothing between handling() and the dispatch, so this read is the one way
+    // the deadline can be found passed in that window. Before the fix the delivery took the controller current at
+    // dispatch - the fresh one - and the handler ran unbounded (the probe's deadline timer was cleared with the probe):
+    // here it fails at once, when the handler starts under a live signal, instead of hanging until the file's time-out.
+    let t = 0;
+    const breaker = new CircuitBreaker({ failureThreshold: 1, openDurationMs: 1_000, probeTimeoutMs: 2_000, now: () => t });
+    const transitions: string[] = [];
+    breaker.onStateChange((from, to) => transitions.push(`${from}->${to}`));
+    breaker.record('failure');
+    t += 1_000;
+    assert.equal(breaker.state, 'HalfOpen');
+    let ranLive!: () => void;
+    const handlerRanLive = new Promise<string>((resolve) => (ranLive = () => resolve('the handler ran under a live signal')));
+    const handler: EventHandler = (_e, ctx) =>
+      new Promise<void>((_, reject) => {
+        if (ctx.signal.aborted) return reject(ctx.signal.reason as Error);
+        ranLive();
+        ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error), { once: true });
+      });
+    // Past any allowance the probe could have: the receive wait (at most the 30 s idle timeout) plus probeTimeoutMs.
+    const broker = fakeBroker({ deliveryCount: 0, onFirstReceive: () => void (t += 10 * 60_000) });
+    const { h, delivery } = host(broker.client, { breaker, handler });
+    await h.start();
+    try {
+      assert.equal(await Promise.race([delivery, handlerRanLive]), 'cancelled', 'cancelled before its handler: left for redelivery');
+      assert.deepEqual(transitions, ['Closed->Open', 'Open->HalfOpen', 'HalfOpen->Open']);
+      assert.deepEqual(broker.sent, [], 'nothing answered for the probe given up');
+      assert.deepEqual(broker.completed, []);
+    } finally {
+      // On the old code the stop's signal is what ends the hung handler.
+      await h.stop();
+    }
+  });
 });
 
 describe('the rest of a batch that goes back with the session', () => {
