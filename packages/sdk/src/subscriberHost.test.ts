@@ -12,6 +12,7 @@ import { CircuitBreaker } from './circuitBreaker.ts';
 import { HandlerRegistry, type EventHandler } from './handlers.ts';
 import { SubscriberHost } from './subscriberHost.ts';
 import { RetryPolicies } from './retryPolicies.ts';
+import { TransientError } from './errors.ts';
 import type { DeliveryResult } from './dispatcher.ts';
 
 interface LogLine {
@@ -594,6 +595,30 @@ describe('a local clock ahead of the broker by more than a lock', () => {
       assert.equal(runs, 1);
       assert.deepEqual(broker.completed, ['m-1']);
       assert.deepEqual(broker.sent.map((p) => p.MessageType), ['ResolutionResponse']);
+    } finally {
+      await h.stop();
+    }
+  });
+  test('a transient outcome holds the session before giving it back, as under a clock that agrees with the broker', async () => {
+    // Before: hold() compared sessionLockedUntilUtc with the local clock itself, so under this skew every lock read as
+    // lost and no hold happened: the session was released at once and the message came straight back, a delivery
+    // of its budget spent on each round trip - the outage burning the budget the hold exists to save.
+    const broker = fakeBroker({ deliveryCount: 0 });
+    broker.receiver.sessionLockedUntilUtc = new Date(Date.now() - 600_000 + 30_000);
+    const { h, lines, delivery } = host(broker.client, {
+      handler: () => {
+        throw new TransientError('inventory store unavailable');
+      },
+    });
+    await h.start();
+    try {
+      assert.equal(await delivery, 'transient');
+      await broker.acceptedAgain; // the session was given back: whatever hold there was is over
+      const held = lines.filter((l) => /holding the session first/.test(l.msg));
+      assert.equal(held.length, 1, 'the session was held before it was given back');
+      assert.equal(held[0]!.holdMs, 20, 'the configured first hold (transientHold.initialMs)');
+      assert.deepEqual(broker.completed, []);
+      assert.deepEqual(broker.deadLettered, []);
     } finally {
       await h.stop();
     }

@@ -527,7 +527,7 @@ export class SubscriberHost implements AsyncDisposable {
             } else {
               this.log.warn(fields, 'a broker call of the delivery did not answer: the delivery is left for redelivery');
             }
-            if (result === 'transient') await this.hold(receiver, message.deliveryCount, lockMs, horizon);
+            if (result === 'transient') await this.hold(receiver, lock, message.deliveryCount, lockMs, horizon);
             // The timeout's own text says the delivery is left for redelivery, untrue once the message was settled.
             const why =
               result === 'transient'
@@ -545,7 +545,7 @@ export class SubscriberHost implements AsyncDisposable {
           // Left unsettled for redelivery: keep the session for a while first. Released at once, the message would
           // come straight back and a short outage would spend its whole delivery budget in seconds.
           const unsettled = result === 'transient';
-          if (unsettled) await this.hold(receiver, message.deliveryCount, lockMs, horizon);
+          if (unsettled) await this.hold(receiver, lock, message.deliveryCount, lockMs, horizon);
           // Opened (or still half-open: a probe's outcome that said nothing gave its slot back when recorded): the rest
           // of this batch goes back, those on their last delivery by the budget path (above).
           if (breaker && breaker.state !== 'Closed') {
@@ -605,14 +605,17 @@ export class SubscriberHost implements AsyncDisposable {
    */
   private async hold(
     receiver: ServiceBusSessionReceiver,
+    lock: SessionLockWatch,
     deliveryCount: number | undefined,
     lockMs: number,
     horizon: SessionLockHorizon,
   ): Promise<void> {
-    const lockedUntil = receiver.sessionLockedUntilUtc?.getTime();
-    // The lock is gone already (it expired under the handler): the broker has counted the delivery, and another
-    // worker may hold the session now. Nothing to hold.
-    if (receiver.isClosed || (lockedUntil !== undefined && lockedUntil <= Date.now())) return;
+    // The lock is gone already (it expired under the handler, the broker refused a call with SessionLockLost, or it
+    // detached the receiver): the broker has counted the delivery, and another worker may hold the session now.
+    // Nothing to hold. Asked of the watch, not of the raw expiry: under a local clock ahead of the broker's by a lock
+    // or more the expiry reads as past from the accept on, and no session was ever held - the message came straight
+    // back and a short outage spent its delivery budget in seconds.
+    if (lock.lost() !== undefined) return;
     const backoffMs = transientHoldMs(deliveryCount, lockMs, this.options.transientHold);
     const holdMs = Math.max(0, Math.min(backoffMs, horizon.end() - Date.now()));
     this.log.info(
