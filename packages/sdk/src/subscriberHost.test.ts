@@ -66,6 +66,9 @@ function fakeBroker(options: FakeBrokerOptions) {
   let secondAccept!: () => void;
   const acceptedAgain = new Promise<void>((resolve) => (secondAccept = resolve));
   let closed = false;
+  let closedNow!: () => void;
+  /** The session was released: its receiver closed (the host's release, after the batch). */
+  const released = new Promise<void>((resolve) => (closedNow = resolve));
   let received = false;
   const messages = (options.batch ?? [options.deliveryCount]).map((deliveryCount, i) => ({
     messageId: `m-${i + 1}`,
@@ -108,7 +111,10 @@ function fakeBroker(options: FakeBrokerOptions) {
         throw Object.assign(new Error('The session lock has expired.'), { code: 'SessionLockLost' });
       deadLettered.push({ ...o, messageId: m.messageId });
     },
-    close: async () => void (closed = true),
+    close: async () => {
+      closed = true;
+      closedNow();
+    },
     /** The broker took the session lock back (a lock expiry's detach): the receiver reads as closed. */
     detach: () => void (closed = true),
   };
@@ -133,7 +139,7 @@ function fakeBroker(options: FakeBrokerOptions) {
     createSender: () => sender,
     close: async () => undefined,
   } as unknown as ServiceBusClient;
-  return { client, sent, deadLettered, completed, acceptedAgain, receiver };
+  return { client, sent, deadLettered, completed, acceptedAgain, released, receiver };
 }
 
 function host(
@@ -530,6 +536,73 @@ describe('the rest of a batch that goes back with the session', () => {
       await h.stop();
     }
   });
+  test('behind a delivery left unsettled with the circuit closed: the rest on its last delivery is notified and dead-lettered, the rest with deliveries left goes back untouched', async () => {
+    // Before: the session was released right after m-1's hold with the rest untouched, a delivery counted each, and
+    // the broker dead-lettered m-2 and m-4 silently (MaxDeliveryCountExceeded) with the Resolver rows Pending.
+    const broker = fakeBroker({ deliveryCount: 0, batch: [0, 9, 0, 9] });
+    const handled: string[] = [];
+    const results: DeliveryResult[] = [];
+    const { h } = host(broker.client, {
+      results,
+      handler: (_e, ctx) => {
+        handled.push(ctx.eventId);
+        throw new TransientError('inventory store unavailable'); // m-1 is left for redelivery
+      },
+    });
+    await h.start();
+    try {
+      await broker.acceptedAgain; // the session was released: the batch is over
+      assert.deepEqual(handled, ['e-1'], 'no handler runs behind the delivery left unsettled');
+      assert.deepEqual(results, ['transient', 'deadLettered', 'deadLettered']);
+      const description = 'Delivery 10 of 10 was cancelled: an earlier message of the session was left for redelivery';
+      assert.deepEqual(
+        broker.sent.map((p) => [p.EventId, p.MessageType, p.DeadLetterReason, p.DeadLetterErrorDescription]),
+        [
+          ['e-2', 'ErrorResponse', 'MaxDeliveryCountExceeded', description],
+          ['e-4', 'ErrorResponse', 'MaxDeliveryCountExceeded', description],
+        ],
+      );
+      assert.deepEqual(
+        broker.deadLettered.map((d) => [d.messageId, d.deadLetterReason, d.deadLetterErrorDescription]),
+        [
+          ['m-2', 'MaxDeliveryCountExceeded', description],
+          ['m-4', 'MaxDeliveryCountExceeded', description],
+        ],
+      );
+      assert.deepEqual(broker.completed, [], 'm-1 and m-3 are not settled: they come back');
+    } finally {
+      await h.stop();
+    }
+  });
+  for (const circuit of ['closed', 'opened by it'] as const) {
+    test(`behind a replayed copy left unsettled (circuit ${circuit}): a replayed copy on its last delivery goes back too`, async () => {
+      // Its budget path would move the session's replay cursor past m-1, which would then come back "already handled"
+      // and be completed without running - lost. Before: with the circuit opened by m-1's failure, m-2 was notified
+      // and dead-lettered (only a message of the rest that went back kept it back, not the unsettled delivery itself).
+      const breaker = circuit === 'closed' ? undefined : new CircuitBreaker({ failureThreshold: 1, openDurationMs: 60_000 });
+      const broker = fakeBroker({ deliveryCount: 0, batch: [0, 9], replayed: [0, 1] });
+      const results: DeliveryResult[] = [];
+      const { h } = host(broker.client, {
+        ...(breaker ? { breaker } : {}),
+        results,
+        handler: () => {
+          throw new TransientError('inventory store unavailable');
+        },
+      });
+      await h.start();
+      try {
+        // The session was released: the batch is over (no second accept while the circuit stays open).
+        await broker.released;
+        assert.deepEqual(results, ['transient']);
+        assert.deepEqual(broker.sent, []);
+        assert.deepEqual(broker.deadLettered, [], 'm-2 goes back with m-1: the broker dead-letters it, the next copy reports the gap');
+        assert.deepEqual(broker.completed, []);
+        if (breaker) assert.equal(breaker.state, 'Open');
+      } finally {
+        await h.stop();
+      }
+    });
+  }
 });
 
 describe('a batch whose session lock is lost under it', () => {
