@@ -12,6 +12,7 @@ import { CircuitBreaker } from './circuitBreaker.ts';
 import { HandlerRegistry, type EventHandler } from './handlers.ts';
 import { SubscriberHost } from './subscriberHost.ts';
 import { RetryPolicies } from './retryPolicies.ts';
+import { TransientError } from './errors.ts';
 import type { DeliveryResult } from './dispatcher.ts';
 
 interface LogLine {
@@ -65,6 +66,9 @@ function fakeBroker(options: FakeBrokerOptions) {
   let secondAccept!: () => void;
   const acceptedAgain = new Promise<void>((resolve) => (secondAccept = resolve));
   let closed = false;
+  let closedNow!: () => void;
+  /** The session was released: its receiver closed (the host's release, after the batch). */
+  const released = new Promise<void>((resolve) => (closedNow = resolve));
   let received = false;
   const messages = (options.batch ?? [options.deliveryCount]).map((deliveryCount, i) => ({
     messageId: `m-${i + 1}`,
@@ -107,7 +111,10 @@ function fakeBroker(options: FakeBrokerOptions) {
         throw Object.assign(new Error('The session lock has expired.'), { code: 'SessionLockLost' });
       deadLettered.push({ ...o, messageId: m.messageId });
     },
-    close: async () => void (closed = true),
+    close: async () => {
+      closed = true;
+      closedNow();
+    },
     /** The broker took the session lock back (a lock expiry's detach): the receiver reads as closed. */
     detach: () => void (closed = true),
   };
@@ -132,7 +139,7 @@ function fakeBroker(options: FakeBrokerOptions) {
     createSender: () => sender,
     close: async () => undefined,
   } as unknown as ServiceBusClient;
-  return { client, sent, deadLettered, completed, acceptedAgain, receiver };
+  return { client, sent, deadLettered, completed, acceptedAgain, released, receiver };
 }
 
 function host(
@@ -404,6 +411,43 @@ describe("the circuit breaker's half-open probe", () => {
     assert.deepEqual(transitions.slice(0, 3), ['Closed->Open', 'Open->HalfOpen', 'HalfOpen->Open']);
     assert.deepEqual(broker.sent, [], 'nothing answered for the probe given up');
   });
+  test("a probe whose deadline has passed by the time its delivery is in hand: the delivery follows the circuit signal that opening aborted, not the fresh one", async () => {
+    // The window 9b3386e closed, opened on demand with the breaker's clock: the probe's receive comes back after its
+    // whole allowance (the receive wait plus probeTimeoutMs; a late drain on a loaded machine), so the state read in
+    // permit.handling() gives the probe up and opens the circuit, which replaces the host's circuit controller. The
+    // host reads no breaker state and awaits nothing between handling() and the dispatch, so this read is the one way
+    // the deadline can be found passed in that window. Before the fix the delivery took the controller current at
+    // dispatch - the fresh one - and the handler ran unbounded (the probe's deadline timer was cleared with the probe):
+    // here it fails at once, when the handler starts under a live signal, instead of hanging until the file's time-out.
+    let t = 0;
+    const breaker = new CircuitBreaker({ failureThreshold: 1, openDurationMs: 1_000, probeTimeoutMs: 2_000, now: () => t });
+    const transitions: string[] = [];
+    breaker.onStateChange((from, to) => transitions.push(`${from}->${to}`));
+    breaker.record('failure');
+    t += 1_000;
+    assert.equal(breaker.state, 'HalfOpen');
+    let ranLive!: () => void;
+    const handlerRanLive = new Promise<string>((resolve) => (ranLive = () => resolve('the handler ran under a live signal')));
+    const handler: EventHandler = (_e, ctx) =>
+      new Promise<void>((_, reject) => {
+        if (ctx.signal.aborted) return reject(ctx.signal.reason as Error);
+        ranLive();
+        ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error), { once: true });
+      });
+    // Past any allowance the probe could have: the receive wait (at most the 30 s idle timeout) plus probeTimeoutMs.
+    const broker = fakeBroker({ deliveryCount: 0, onFirstReceive: () => void (t += 10 * 60_000) });
+    const { h, delivery } = host(broker.client, { breaker, handler });
+    await h.start();
+    try {
+      assert.equal(await Promise.race([delivery, handlerRanLive]), 'cancelled', 'cancelled before its handler: left for redelivery');
+      assert.deepEqual(transitions, ['Closed->Open', 'Open->HalfOpen', 'HalfOpen->Open']);
+      assert.deepEqual(broker.sent, [], 'nothing answered for the probe given up');
+      assert.deepEqual(broker.completed, []);
+    } finally {
+      // On the old code the stop's signal is what ends the hung handler.
+      await h.stop();
+    }
+  });
 });
 
 describe('the rest of a batch that goes back with the session', () => {
@@ -492,6 +536,73 @@ describe('the rest of a batch that goes back with the session', () => {
       await h.stop();
     }
   });
+  test('behind a delivery left unsettled with the circuit closed: the rest on its last delivery is notified and dead-lettered, the rest with deliveries left goes back untouched', async () => {
+    // Before: the session was released right after m-1's hold with the rest untouched, a delivery counted each, and
+    // the broker dead-lettered m-2 and m-4 silently (MaxDeliveryCountExceeded) with the Resolver rows Pending.
+    const broker = fakeBroker({ deliveryCount: 0, batch: [0, 9, 0, 9] });
+    const handled: string[] = [];
+    const results: DeliveryResult[] = [];
+    const { h } = host(broker.client, {
+      results,
+      handler: (_e, ctx) => {
+        handled.push(ctx.eventId);
+        throw new TransientError('inventory store unavailable'); // m-1 is left for redelivery
+      },
+    });
+    await h.start();
+    try {
+      await broker.acceptedAgain; // the session was released: the batch is over
+      assert.deepEqual(handled, ['e-1'], 'no handler runs behind the delivery left unsettled');
+      assert.deepEqual(results, ['transient', 'deadLettered', 'deadLettered']);
+      const description = 'Delivery 10 of 10 was cancelled: an earlier message of the session was left for redelivery';
+      assert.deepEqual(
+        broker.sent.map((p) => [p.EventId, p.MessageType, p.DeadLetterReason, p.DeadLetterErrorDescription]),
+        [
+          ['e-2', 'ErrorResponse', 'MaxDeliveryCountExceeded', description],
+          ['e-4', 'ErrorResponse', 'MaxDeliveryCountExceeded', description],
+        ],
+      );
+      assert.deepEqual(
+        broker.deadLettered.map((d) => [d.messageId, d.deadLetterReason, d.deadLetterErrorDescription]),
+        [
+          ['m-2', 'MaxDeliveryCountExceeded', description],
+          ['m-4', 'MaxDeliveryCountExceeded', description],
+        ],
+      );
+      assert.deepEqual(broker.completed, [], 'm-1 and m-3 are not settled: they come back');
+    } finally {
+      await h.stop();
+    }
+  });
+  for (const circuit of ['closed', 'opened by it'] as const) {
+    test(`behind a replayed copy left unsettled (circuit ${circuit}): a replayed copy on its last delivery goes back too`, async () => {
+      // Its budget path would move the session's replay cursor past m-1, which would then come back "already handled"
+      // and be completed without running - lost. Before: with the circuit opened by m-1's failure, m-2 was notified
+      // and dead-lettered (only a message of the rest that went back kept it back, not the unsettled delivery itself).
+      const breaker = circuit === 'closed' ? undefined : new CircuitBreaker({ failureThreshold: 1, openDurationMs: 60_000 });
+      const broker = fakeBroker({ deliveryCount: 0, batch: [0, 9], replayed: [0, 1] });
+      const results: DeliveryResult[] = [];
+      const { h } = host(broker.client, {
+        ...(breaker ? { breaker } : {}),
+        results,
+        handler: () => {
+          throw new TransientError('inventory store unavailable');
+        },
+      });
+      await h.start();
+      try {
+        // The session was released: the batch is over (no second accept while the circuit stays open).
+        await broker.released;
+        assert.deepEqual(results, ['transient']);
+        assert.deepEqual(broker.sent, []);
+        assert.deepEqual(broker.deadLettered, [], 'm-2 goes back with m-1: the broker dead-letters it, the next copy reports the gap');
+        assert.deepEqual(broker.completed, []);
+        if (breaker) assert.equal(breaker.state, 'Open');
+      } finally {
+        await h.stop();
+      }
+    });
+  }
 });
 
 describe('a batch whose session lock is lost under it', () => {
@@ -557,6 +668,30 @@ describe('a local clock ahead of the broker by more than a lock', () => {
       assert.equal(runs, 1);
       assert.deepEqual(broker.completed, ['m-1']);
       assert.deepEqual(broker.sent.map((p) => p.MessageType), ['ResolutionResponse']);
+    } finally {
+      await h.stop();
+    }
+  });
+  test('a transient outcome holds the session before giving it back, as under a clock that agrees with the broker', async () => {
+    // Before: hold() compared sessionLockedUntilUtc with the local clock itself, so under this skew every lock read as
+    // lost and no hold happened: the session was released at once and the message came straight back, a delivery
+    // of its budget spent on each round trip - the outage burning the budget the hold exists to save.
+    const broker = fakeBroker({ deliveryCount: 0 });
+    broker.receiver.sessionLockedUntilUtc = new Date(Date.now() - 600_000 + 30_000);
+    const { h, lines, delivery } = host(broker.client, {
+      handler: () => {
+        throw new TransientError('inventory store unavailable');
+      },
+    });
+    await h.start();
+    try {
+      assert.equal(await delivery, 'transient');
+      await broker.acceptedAgain; // the session was given back: whatever hold there was is over
+      const held = lines.filter((l) => /holding the session first/.test(l.msg));
+      assert.equal(held.length, 1, 'the session was held before it was given back');
+      assert.equal(held[0]!.holdMs, 20, 'the configured first hold (transientHold.initialMs)');
+      assert.deepEqual(broker.completed, []);
+      assert.deepEqual(broker.deadLettered, []);
     } finally {
       await h.stop();
     }

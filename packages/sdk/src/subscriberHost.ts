@@ -421,6 +421,8 @@ export class SubscriberHost implements AsyncDisposable {
         let circuitOpened: AbortSignal | undefined;
         // Set once the session lock is known lost under this batch: the rest of it is the broker's again.
         let lockGone: AbortSignal | undefined;
+        // Set once a delivery of this batch was left unsettled with the circuit closed: the rest goes back with it.
+        let leftBehind: AbortSignal | undefined;
         // Whether a message of the rest already went back untouched (deliveries left): see replayed copies below.
         let wentBack = false;
         for (const message of messages) {
@@ -443,16 +445,17 @@ export class SubscriberHost implements AsyncDisposable {
             message.deliveryCount,
             this.options.maxDeliveryCount ?? DEFAULT_MAX_DELIVERY_COUNT,
           );
-          // Messages not started when stopping, after the circuit opened under the batch, or after the lock was lost,
-          // stay unsettled and come back with the session - except on their last delivery: releasing the session
-          // counts it, and the broker would dead-letter the message silently with the Resolver row Pending. Each such
-          // one (wherever it is in the rest, not only at its head) is dispatched under an aborted signal - the stop's,
-          // or one saying the circuit opened or the lock was lost - so it is cancelled before its handler and the
-          // dispatcher takes the budget path (notification, then dead-letter).
+          // Messages not started when stopping, after the circuit opened under the batch, after the lock was lost, or
+          // behind a delivery left unsettled, stay unsettled and come back with the session - except on their last
+          // delivery: releasing the session counts it, and the broker would dead-letter the message silently with the
+          // Resolver row Pending. Each such one (wherever it is in the rest, not only at its head) is dispatched under
+          // an aborted signal - the stop's, or one saying the circuit opened, the lock was lost or an earlier message
+          // was left for redelivery - so it is cancelled before its handler and the dispatcher takes the budget path
+          // (notification, then dead-letter).
           // Not a replayed copy behind one that went back: its budget path moves the session's replay cursor past
           // the earlier copies, which then come back "already handled" and are completed without running - lost.
           // It goes back too; the broker dead-letters it and the pass's next copy reports the gap (ReplayGap).
-          const goingBack = lockGone ?? (this.stopping ? signal : circuitOpened);
+          const goingBack = lockGone ?? (this.stopping ? signal : (circuitOpened ?? leftBehind));
           if (goingBack && (!last || (wentBack && isReplayedCopy(message)))) {
             wentBack = true;
             continue;
@@ -527,7 +530,7 @@ export class SubscriberHost implements AsyncDisposable {
             } else {
               this.log.warn(fields, 'a broker call of the delivery did not answer: the delivery is left for redelivery');
             }
-            if (result === 'transient') await this.hold(receiver, message.deliveryCount, lockMs, horizon);
+            if (result === 'transient') await this.hold(receiver, lock, message.deliveryCount, lockMs, horizon);
             // The timeout's own text says the delivery is left for redelivery, untrue once the message was settled.
             const why =
               result === 'transient'
@@ -545,18 +548,27 @@ export class SubscriberHost implements AsyncDisposable {
           // Left unsettled for redelivery: keep the session for a while first. Released at once, the message would
           // come straight back and a short outage would spend its whole delivery budget in seconds.
           const unsettled = result === 'transient';
-          if (unsettled) await this.hold(receiver, message.deliveryCount, lockMs, horizon);
+          if (unsettled) await this.hold(receiver, lock, message.deliveryCount, lockMs, horizon);
+          // This message comes back: a replayed copy of the rest on its last delivery must go back too (above), or its
+          // budget path would move the replay cursor past this one, which would then be completed unrun - lost.
+          if (unsettled || result === 'cancelled') wentBack = true;
           // Opened (or still half-open: a probe's outcome that said nothing gave its slot back when recorded): the rest
           // of this batch goes back, those on their last delivery by the budget path (above).
           if (breaker && breaker.state !== 'Closed') {
             circuitOpened = AbortSignal.abort(new Error('endpoint circuit opened'));
             continue;
           }
-          // A delivery left unsettled must come back before anything after it in the session: release the session.
-          if (unsettled || result === 'cancelled') return false;
+          // A delivery left unsettled must come back before anything after it in the session, so the session is
+          // released and the rest goes back with it, a delivery counted each - those on their last delivery by the
+          // budget path (above): released untouched, the broker dead-lettered them silently, the Resolver rows Pending.
+          if (unsettled || result === 'cancelled') {
+            leftBehind = AbortSignal.abort(new Error('an earlier message of the session was left for redelivery'));
+            continue;
+          }
         }
-        // The rest went back (stopping, the circuit opened, the lock lost): release the session.
-        if (circuitOpened || lockGone) return false;
+        // The rest went back (stopping, the circuit opened, the lock lost, a delivery left unsettled): release the
+        // session.
+        if (circuitOpened || lockGone || leftBehind) return false;
         lastBatchMs = Date.now() - batchStartedAt;
       } finally {
         permit?.release();
@@ -605,14 +617,17 @@ export class SubscriberHost implements AsyncDisposable {
    */
   private async hold(
     receiver: ServiceBusSessionReceiver,
+    lock: SessionLockWatch,
     deliveryCount: number | undefined,
     lockMs: number,
     horizon: SessionLockHorizon,
   ): Promise<void> {
-    const lockedUntil = receiver.sessionLockedUntilUtc?.getTime();
-    // The lock is gone already (it expired under the handler): the broker has counted the delivery, and another
-    // worker may hold the session now. Nothing to hold.
-    if (receiver.isClosed || (lockedUntil !== undefined && lockedUntil <= Date.now())) return;
+    // The lock is gone already (it expired under the handler, the broker refused a call with SessionLockLost, or it
+    // detached the receiver): the broker has counted the delivery, and another worker may hold the session now.
+    // Nothing to hold. Asked of the watch, not of the raw expiry: under a local clock ahead of the broker's by a lock
+    // or more the expiry reads as past from the accept on, and no session was ever held - the message came straight
+    // back and a short outage spent its delivery budget in seconds.
+    if (lock.lost() !== undefined) return;
     const backoffMs = transientHoldMs(deliveryCount, lockMs, this.options.transientHold);
     const holdMs = Math.max(0, Math.min(backoffMs, horizon.end() - Date.now()));
     this.log.info(

@@ -1,0 +1,82 @@
+// A delivery left unsettled with the circuit closed, on a real host and the embedded emulator: the rest of its batch
+// goes back with the session, and releasing the session counts a delivery for each of its messages. Those on their
+// last delivery used to be dead-lettered by the broker then (MaxDeliveryCountExceeded) without a word to the
+// Resolver, whose rows stayed Pending. Now they take the SDK's budget path: an ErrorResponse, then its own dead-letter.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import Long from 'long';
+import { MessageType } from '@nimbus/sdk/contract';
+import { HandlerRegistry, TransientError } from '@nimbus/sdk';
+import { customerBody, eventually, storyOf, withHarness } from './harness.ts';
+
+describe('the rest of a batch behind a delivery left unsettled (circuit closed)', () => {
+  test('the rest on its last delivery is answered MaxDeliveryCountExceeded and dead-lettered by the SDK, not silently by the broker', async () => {
+    await withHarness(async (h) => {
+      // A budget of three deliveries: the test spends one of ev-1's and two of ev-2's and ev-3's, so ev-1 has one
+      // left and the two behind it are on their last.
+      const sub = await h.clients.admin.getSubscription('crm', 'crm');
+      await h.clients.admin.updateSubscription({ ...sub, maxDeliveryCount: 3 });
+      for (const n of [1, 2, 3]) {
+        await h.send('crm', {
+          sessionId: 'S-1',
+          body: customerBody({ customerId: 'S-1', n }),
+          props: { To: 'crm', From: 'shop', MessageType: MessageType.EventRequest, EventId: `ev-${n}`, EventTypeId: 'CustomerUpdated' },
+        });
+      }
+      const receiver = await h.client.acceptSession('crm', 'crm', 'S-1');
+      await eventually(async () => ((await receiver.peekMessages(10)).length === 3 ? true : undefined), 'the three messages to be in the session');
+      const take = async (n: number) => {
+        const got = [];
+        while (got.length < n) got.push(...(await receiver.receiveMessages(n - got.length, { maxWaitTimeInMs: 1000 })));
+        return got;
+      };
+      // ev-2 and ev-3 given back (a delivery each) while ev-1 stays locked, taken again, then all three go back with the
+      // session (a delivery each).
+      const [, ...behind] = await take(3);
+      for (const m of behind) await receiver.abandonMessage(m);
+      await take(2);
+      await receiver.close();
+      const check = await h.client.acceptSession('crm', 'crm', 'S-1');
+      const peeked = await eventually(async () => {
+        const got = await check.peekMessages(10, { fromSequenceNumber: Long.ZERO });
+        return got.length === 3 ? got : undefined;
+      }, 'the three messages to be back in the session');
+      const counts = peeked.map((m) => [m.applicationProperties?.EventId, m.deliveryCount]);
+      await check.close();
+      assert.deepEqual(counts, [['ev-1', 1], ['ev-2', 2], ['ev-3', 2]], 'the set-up: ev-1 has a delivery left, ev-2 and ev-3 are on their last');
+
+      const handled: string[] = [];
+      const results: string[] = [];
+      h.host({
+        endpointId: 'crm',
+        maxDeliveryCount: 3,
+        transientHold: { initialMs: 100 },
+        onDelivery: (result) => void results.push(result),
+        handlers: new HandlerRegistry().on<{ n: number }>('CustomerUpdated', (e, ctx) => {
+          handled.push(ctx.eventId);
+          // ev-1's first run here: the downstream is briefly away; it is left for redelivery and succeeds next time.
+          if (handled.length === 1) throw new TransientError('downstream briefly unavailable');
+        }),
+      });
+      // Three EventRequests, an ErrorResponse for each of the two behind ev-1, then ev-1's ResolutionResponse.
+      const records = await h.resolver('S-1', 6, 30_000);
+      assert.deepEqual(storyOf(records).responses, ['ErrorResponse:E2', 'ErrorResponse:E3', 'ResolutionResponse:E1']);
+      const description = 'Delivery 3 of 3 was cancelled: an earlier message of the session was left for redelivery';
+      for (const r of records.filter((r) => r.type === 'ErrorResponse')) {
+        assert.equal(r.props.DeadLetterReason, 'MaxDeliveryCountExceeded');
+        assert.equal(r.props.DeadLetterErrorDescription, description);
+      }
+      assert.deepEqual(handled, ['ev-1', 'ev-1'], 'no handler runs for the two behind ev-1');
+      assert.deepEqual(results, ['transient', 'deadLettered', 'deadLettered', 'completed']);
+      const dead = await h.awaitDeadLetters('crm', 'crm');
+      while (dead.length < 2) dead.push(...(await h.deadLetters('crm', 'crm', 10, 500)));
+      assert.deepEqual(
+        dead.map((m) => [m.applicationProperties?.EventId, m.deadLetterReason, m.deadLetterErrorDescription]),
+        [
+          ['ev-2', 'MaxDeliveryCountExceeded', description],
+          ['ev-3', 'MaxDeliveryCountExceeded', description],
+        ],
+      );
+    });
+  });
+});
