@@ -12,12 +12,12 @@ import type { SessionState } from './contract/index.ts';
 import { afterHandler, route } from './decide.ts';
 import type { DecisionEnv, HandlerOutcome } from './decide.ts';
 import { Dispatcher } from './dispatcher.ts';
-import type { DeliveryPort } from './dispatcher.ts';
 import type { Effect, Settlement } from './effects.ts';
 import { HandlerRegistry } from './handlers.ts';
 import { fromReceived } from './inbound.ts';
 import type { InboundMessage } from './inbound.ts';
 import { bodyText } from './outbound.ts';
+import { FakeDeliveryPort } from './testing/fakeDeliveryPort.ts';
 
 function env(): DecisionEnv {
   let n = 0;
@@ -274,33 +274,6 @@ describe('a handoff made by a resubmission while another event blocks the sessio
   });
 });
 
-/** A session's state and what the dispatcher did with it (pure: no broker). */
-class FakePort implements DeliveryPort {
-  log: string[] = [];
-  sent: Array<Record<string, unknown>> = [];
-  constructor(public state: SessionState) {}
-  async readState() {
-    return this.state;
-  }
-  async writeState(s: SessionState) {
-    this.log.push('setState');
-    this.state = s;
-  }
-  async send(m: { applicationProperties: Record<string, unknown> }) {
-    this.log.push(`send ${String(m.applicationProperties.MessageType)}`);
-    this.sent.push(m.applicationProperties);
-  }
-  async schedule() {
-    this.log.push('schedule');
-  }
-  async complete() {
-    this.log.push('complete');
-  }
-  async deadLetter(reason: string) {
-    this.log.push(`deadLetter ${reason}`);
-  }
-}
-
 const receivedCommand = (
   type: string,
   eventId: string,
@@ -331,7 +304,7 @@ test("the dispatcher: the handler hands the resubmission off under e2's block; t
     }),
   });
   const signal = new AbortController().signal;
-  const port = new FakePort(blockedByE2);
+  const port = new FakeDeliveryPort(blockedByE2);
   const resub = receivedCommand(
     'ResubmissionRequest',
     'e0',
