@@ -684,7 +684,16 @@ function duplicate(m: InboundMessage, state: SessionState, env: DecisionEnv): Se
     const next = release(state, m);
     effects.push({ kind: 'setState', state: next }, ...drain(m, next));
   } else {
-    effects.push(...drain(m, state));
+    // Likewise a duplicate resubmission ends a handoff of its event pending beside the block, as its success did
+    // (afterResubmission). The inbox records the success before the settlement, so when the state write after it did
+    // not happen (refused, the lock lost, a crash), this duplicate is the only delivery left to end the entry. Before,
+    // the entry stayed for ever: a late completion of the superseded handoff was answered Completed, and the entry
+    // kept one of the MAX_PENDING_HANDOFFS places. (A retry's success never settles such an entry: only a blocking
+    // retry runs.)
+    const next =
+      m.messageType === MessageType.ResubmissionRequest ? settlePendingHandoff(state, eventKey(m)) : state;
+    if (next !== state) effects.push(setState(next));
+    effects.push(...drain(m, next));
   }
   effects.push(skip, { kind: 'complete' });
   return { effects, signal: 'completed', note: 'inbox duplicate' };

@@ -15,6 +15,7 @@ import { Dispatcher } from './dispatcher.ts';
 import type { Effect, Settlement } from './effects.ts';
 import { HandlerRegistry } from './handlers.ts';
 import { fromReceived } from './inbound.ts';
+import { MemoryInboxStore } from './inbox.ts';
 import type { InboundMessage } from './inbound.ts';
 import { bodyText } from './outbound.ts';
 import { FakeDeliveryPort } from './testing/fakeDeliveryPort.ts';
@@ -329,4 +330,73 @@ test("the dispatcher: the handler hands the resubmission off under e2's block; t
   assert.deepEqual(port.log, ['setState', 'send ResolutionResponse', 'complete']);
   assert.deepEqual(handedOff, ['send PendingHandoffResponse', 'setState', 'complete']);
   assert.deepEqual([port.state.BlockedByEventId, port.state.BlockedByMessageId], ['e2', 'm-e2']);
+});
+
+describe('an inbox duplicate of a resubmission and the handoff pending beside the block', () => {
+  // The inbox records a success before the settlement. When the settlement of e0's successful resubmission (resub-2)
+  // stopped before its state write (refused, the lock lost, a crash), its redelivery is an inbox duplicate: answered
+  // DuplicateDetected without running the handler. Before, that answer wrote nothing, so job 1's entry (resub-1)
+  // stayed in PendingHandoffs for ever - a late completion of job 1 was answered Completed, and the entry took one of
+  // the 64 places for good.
+  test('decision: the duplicate ends the entry its first delivery would have ended', () => {
+    const pending = handedOffBesideBlock();
+    const e = env();
+    const r = route(resubmission('e0', 'resub-2'), pending, e, { duplicate: true });
+    assert.ok(r.kind === 'settle');
+    const dup = r.settlement;
+    assert.deepEqual(shape(dup.effects), ['state blocked=e2', 'send SkipResponse', 'complete']);
+    const after = written(dup, pending);
+    assert.deepEqual(after.PendingHandoffs, []);
+    assert.deepEqual(after.ReleasedBlocks.at(-1), { EventId: 'e0', MessageId: 'resub-1' });
+    assert.deepEqual([after.BlockedByEventId, after.BlockedByMessageId], ['e2', 'm-e2'], "e2's block stays");
+    // Job 1's late settlement is refused, with or without the delivery named.
+    assert.deepEqual(shape(run(completion('e0', 'cmd-1', 'resub-1'), after).effects), REFUSED);
+    assert.deepEqual(shape(run(completion('e0', 'cmd-2'), after).effects), REFUSED);
+    assert.deepEqual(shape(run(failure('e0', 'cmd-3', 'resub-1'), after).effects), REFUSED);
+    // A duplicate resubmission of another event leaves the entry alone.
+    const other = route(resubmission('e7', 'resub-9'), pending, e, { duplicate: true });
+    assert.ok(other.kind === 'settle' && !other.settlement.effects.some((f) => f.kind === 'setState'));
+  });
+
+  test('dispatcher with the inbox: the state write of the success refused, the redelivery (a duplicate) ends the entry', async () => {
+    const outcomes = ['handoff', 'success'];
+    const d = new Dispatcher({
+      endpointId: 'billing',
+      inbox: new MemoryInboxStore(),
+      handlers: new HandlerRegistry().on('OrderPlaced', (_e, ctx) => {
+        if (outcomes.shift() === 'handoff') ctx.markPendingHandoff('DMF import', 'job-1');
+      }),
+    });
+    const signal = new AbortController().signal;
+    const port = new FakeDeliveryPort(blockedByE2);
+    const resub = (messageId: string, deliveryCount: number) => ({
+      ...receivedCommand('ResubmissionRequest', 'e0', messageId, {}, eventBody('OrderPlaced', { n: 0 })),
+      deliveryCount,
+    });
+    assert.equal(await d.dispatch(resub('resub-1', 0), port, signal), 'completed');
+    assert.deepEqual(port.state.PendingHandoffs, [{ EventId: 'e0', MessageId: 'resub-1' }]);
+
+    // Job 1 failed; the operator resubmits e0 and it is handled, but the state write is refused.
+    port.failOn = 'setState';
+    assert.equal(await d.dispatch(resub('resub-2', 0), port, signal), 'transient');
+    port.failOn = undefined;
+    port.log = [];
+    assert.equal(await d.dispatch(resub('resub-2', 1), port, signal), 'completed');
+    // Before: ['send SkipResponse', 'complete'] and the entry kept.
+    assert.deepEqual(port.log, ['setState', 'send SkipResponse', 'complete']);
+    assert.deepEqual(port.state.PendingHandoffs, []);
+    assert.equal(outcomes.length, 0, 'the handler ran once per resubmission');
+
+    port.log = [];
+    const late = receivedCommand(
+      'HandoffCompletedRequest',
+      'e0',
+      'cmd-1',
+      { HandedOffByMessageId: 'resub-1' },
+      encodeBody({ EventContent: { EventTypeId: 'OrderPlaced', EventJson: '{"imported":1}' } }),
+    );
+    // Before: ['setState', 'send ResolutionResponse', 'complete'] - Completed for job 1's superseded work.
+    assert.equal(await d.dispatch(late, port, signal), 'deadLettered');
+    assert.deepEqual(port.log, ['send ErrorResponse', 'deadLetter CommandRefused']);
+  });
 });
