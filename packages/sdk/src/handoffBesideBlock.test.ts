@@ -7,7 +7,7 @@
 // e2e/handoffBesideBlock.test.ts.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { emptySessionState, encodeBody, eventBody, Prop } from './contract/index.ts';
+import { emptySessionState, encodeBody, eventBody, MAX_PENDING_HANDOFFS, Prop } from './contract/index.ts';
 import type { SessionState } from './contract/index.ts';
 import { afterHandler, route } from './decide.ts';
 import type { DecisionEnv, HandlerOutcome } from './decide.ts';
@@ -398,5 +398,50 @@ describe('an inbox duplicate of a resubmission and the handoff pending beside th
     // Before: ['setState', 'send ResolutionResponse', 'complete'] - Completed for job 1's superseded work.
     assert.equal(await d.dispatch(late, port, signal), 'deadLettered');
     assert.deepEqual(port.log, ['send ErrorResponse', 'deadLetter CommandRefused']);
+  });
+});
+
+describe('the handoffs pending beside the block at their bound', () => {
+  /** e2's block with MAX_PENDING_HANDOFFS handoffs beside it (events e100..), each made by a resubmission. */
+  function full(): SessionState {
+    let state = blockedByE2;
+    for (let i = 0; i < MAX_PENDING_HANDOFFS; i++)
+      state = written(run(resubmission(`e${100 + i}`, `resub-${100 + i}`), state, handoff), state);
+    assert.equal(state.PendingHandoffs.length, MAX_PENDING_HANDOFFS);
+    return state;
+  }
+
+  test('one more is not recorded by forgetting the oldest: it is dead-lettered PendingHandoffsFull, the Resolver told', () => {
+    const state = full();
+    const over = run(resubmission('e0', 'resub-x'), state, {
+      kind: 'success',
+      handoff: { reason: 'DMF import', externalJobId: 'job-9' },
+    });
+    // Before: answered PendingHandoffResponse and the state written without e100's entry - nobody told, and e100's
+    // completion refused later ("not the pending handoff") while its row showed Pending (Handoff).
+    assert.deepEqual(shape(over.effects), ['send ErrorResponse', 'deadLetter PendingHandoffsFull']);
+    assert.equal(over.signal, 'deadLettered');
+    const [notice] = answers(over);
+    assert.equal(notice!.props.EventId, 'e0');
+    assert.equal(notice!.props.DeadLetterReason, 'PendingHandoffsFull');
+    const description = String(notice!.props.DeadLetterErrorDescription);
+    assert.match(description, /event e0 handed off \(DMF import, job job-9\)/);
+    assert.match(description, /session s1 already holds 64 handoffs pending beside the block of event e2/);
+    // Every recorded handoff can still be settled, the oldest too.
+    assert.deepEqual(shape(run(completion('e100', 'cmd-1', 'resub-100'), state).effects), [
+      'state blocked=e2',
+      'send ResolutionResponse',
+      'complete',
+    ]);
+  });
+
+  test('at the bound, another handoff of an event already there replaces its entry; a settled one makes room', () => {
+    const state = full();
+    const replaced = run(resubmission('e100', 'resub-y'), state, handoff);
+    assert.deepEqual(shape(replaced.effects), ['send PendingHandoffResponse', 'state blocked=e2', 'complete']);
+    assert.equal(written(replaced, state).PendingHandoffs.length, MAX_PENDING_HANDOFFS);
+    const roomy = written(run(command('SkipRequest', 'e100', 'skip-e100'), state), state);
+    const added = run(resubmission('e0', 'resub-x'), roomy, handoff);
+    assert.deepEqual(shape(added.effects), ['send PendingHandoffResponse', 'state blocked=e2', 'complete']);
   });
 });

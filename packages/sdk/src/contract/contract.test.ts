@@ -22,6 +22,7 @@ import {
   isEmptySessionState,
   isHeartbeatEventType,
   MAX_PENDING_HANDOFFS,
+  pendingHandoffsFull,
   jsonDepth,
   parseEventPayload,
   parseMessageType,
@@ -262,7 +263,7 @@ describe('session state', () => {
     assert.equal(notAnArray.BlockedByEventId, 'e2');
   });
 
-  test('handoffs pending beside the block: older state reads as none; round-trip; bounded, one per event', () => {
+  test('handoffs pending beside the block: older state reads as none; round-trip; bounded without dropping, one per event', () => {
     // Written before PendingHandoffs existed: read, as none.
     const older = decodeSessionState('{"BlockedByEventId":"e2","BlockedByMessageId":"m2","ReleasedBlocks":[]}');
     assert.deepEqual(older.PendingHandoffs, []);
@@ -279,11 +280,19 @@ describe('session state', () => {
     assert.deepEqual(settled.PendingHandoffs, []);
     assert.deepEqual(settled.ReleasedBlocks.at(-1), { EventId: 'e0', MessageId: 'resub-2' });
     assert.equal(settlePendingHandoff(settled, 'e0'), settled);
-    // Bounded: the oldest goes first. An unreadable entry is dropped, not fatal.
+    // Bounded, and nothing is forgotten to make room: at the bound a new event's handoff is "full" (the subscriber
+    // dead-letters its resubmission, handoffBesideBlock.test.ts), while an event already there can be replaced.
     let full = emptySessionState();
-    for (let i = 0; i < MAX_PENDING_HANDOFFS + 2; i++) full = addPendingHandoff(full, `e${i}`, `m${i}`);
-    assert.equal(full.PendingHandoffs.length, MAX_PENDING_HANDOFFS);
-    assert.deepEqual(full.PendingHandoffs[0], { EventId: 'e2', MessageId: 'm2' });
+    for (let i = 0; i < MAX_PENDING_HANDOFFS; i++) {
+      assert.equal(pendingHandoffsFull(full, `e${i}`), false);
+      full = addPendingHandoff(full, `e${i}`, `m${i}`);
+    }
+    assert.equal(pendingHandoffsFull(full, 'e-new'), true);
+    assert.equal(pendingHandoffsFull(full, 'e0'), false);
+    const replaced = addPendingHandoff(full, 'e0', 'm0-again');
+    assert.equal(replaced.PendingHandoffs.length, MAX_PENDING_HANDOFFS);
+    assert.deepEqual(replaced.PendingHandoffs[0], { EventId: 'e1', MessageId: 'm1' }, 'no entry of another event lost');
+    // An unreadable entry is dropped, not fatal.
     const damaged = decodeSessionState({ PendingHandoffs: [{ EventId: 'e0', MessageId: 'r' }, { EventId: 1 }, 'x'] });
     assert.deepEqual(damaged.PendingHandoffs, [{ EventId: 'e0', MessageId: 'r' }]);
     assert.deepEqual(decodeSessionState({ PendingHandoffs: 'oops' }).PendingHandoffs, []);
