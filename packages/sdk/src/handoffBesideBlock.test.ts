@@ -258,6 +258,15 @@ describe('a handoff made by a resubmission while another event blocks the sessio
       shape(run(completion('e0', 'cmd-5', 'resub-1'), written(skipped, pending)).effects),
       REFUSED,
     );
+    // Discarded by the classifier: over as well.
+    const discarded = run(resubmission('e0', 'resub-4'), pending, {
+      kind: 'failed',
+      error: new Error('stale order'),
+      disposition: 'Discard',
+      classifierName: 'StaleOrders',
+    });
+    assert.deepEqual(shape(discarded.effects), ['state blocked=e2', 'send SkipResponse', 'complete']);
+    assert.deepEqual(written(discarded, pending).PendingHandoffs, []);
   });
 
   test('once the session is no longer blocked, a resubmission that hands off blocks it, superseding the earlier handoff', () => {
