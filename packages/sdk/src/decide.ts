@@ -9,9 +9,11 @@ import {
   isDraining,
   isHeartbeatEventType,
   isReleasedBlock,
+  MAX_PENDING_HANDOFFS,
   MessageType,
   parseEventPayload,
   pendingHandoffOf,
+  pendingHandoffsFull,
   Prop,
   readHeartbeatPayload,
   rememberReleasedBlock,
@@ -469,6 +471,8 @@ function afterResubmission(
   switch (outcome.kind) {
     case 'success': {
       if (outcome.handoff) {
+        if (isBlocked(state) && !mine && pendingHandoffsFull(state, eventKey(m)))
+          return pendingHandoffsFullDeadLetter(m, state, env, outcome.handoff);
         // Blocked by another event: that block stays, and the handoff is recorded beside it (PendingHandoffs), so
         // that its completion or failure can still be answered; otherwise the handoff parks the session on this event.
         const next =
@@ -519,6 +523,45 @@ function afterResubmission(
       };
     }
   }
+}
+
+/** Dead-letter reason of a resubmission whose handoff cannot be recorded beside the block (pendingHandoffsFull). */
+export const PENDING_HANDOFFS_FULL = 'PendingHandoffsFull';
+
+/**
+ * A resubmission handed off beside another event's block while the session state already records
+ * MAX_PENDING_HANDOFFS such handoffs. Recorded by forgetting the oldest (as once), that one was lost silently: its
+ * row stayed Pending (Handoff) and its completion was refused. Answered PendingHandoffResponse without a record, this
+ * one would be. So nothing is recorded and the resubmission is dead-lettered with a reason the operator sees (the
+ * Resolver's notification makes the row DeadLettered with the text): the recorded handoffs stay settleable, and this
+ * event can be resubmitted once some are settled or the blocker is skipped. The handler ran, so the external job may
+ * exist: the text names it.
+ */
+function pendingHandoffsFullDeadLetter(
+  m: InboundMessage,
+  state: SessionState,
+  env: DecisionEnv,
+  h: HandoffMark,
+): Settlement {
+  const job = h.externalJobId ? `, job ${h.externalJobId}` : '';
+  const description = truncateDescription(
+    `the resubmission of event ${eventKey(m)} handed off (${h.reason}${job}), but session ${m.sessionId ?? ''} ` +
+      `already holds ${state.PendingHandoffs.length} handoffs pending beside the block of event ` +
+      `${state.BlockedByEventId ?? ''} (at most ${MAX_PENDING_HANDOFFS}): this handoff is not recorded, and its ` +
+      `completion would be refused. The external job may have started. Settle or skip some of those events, or the ` +
+      `blocking one, then resubmit this event`,
+  );
+  return {
+    effects: [
+      notification(m, env, PENDING_HANDOFFS_FULL, description),
+      { kind: 'deadLetter', reason: PENDING_HANDOFFS_FULL, description },
+    ],
+    signal: 'deadLettered',
+    error: new Error(description),
+    // Ids only in the log line: the handoff's reason is the handler's text.
+    note: `dead-lettered ${PENDING_HANDOFFS_FULL}: ${MAX_PENDING_HANDOFFS} handoffs already pending beside the block of ${state.BlockedByEventId ?? ''}`,
+    warn: true,
+  };
 }
 
 /**
@@ -684,7 +727,16 @@ function duplicate(m: InboundMessage, state: SessionState, env: DecisionEnv): Se
     const next = release(state, m);
     effects.push({ kind: 'setState', state: next }, ...drain(m, next));
   } else {
-    effects.push(...drain(m, state));
+    // Likewise a duplicate resubmission ends a handoff of its event pending beside the block, as its success did
+    // (afterResubmission). The inbox records the success before the settlement, so when the state write after it did
+    // not happen (refused, the lock lost, a crash), this duplicate is the only delivery left to end the entry. Before,
+    // the entry stayed for ever: a late completion of the superseded handoff was answered Completed, and the entry
+    // kept one of the MAX_PENDING_HANDOFFS places. (A retry's success never settles such an entry: only a blocking
+    // retry runs.)
+    const next =
+      m.messageType === MessageType.ResubmissionRequest ? settlePendingHandoff(state, eventKey(m)) : state;
+    if (next !== state) effects.push(setState(next));
+    effects.push(...drain(m, next));
   }
   effects.push(skip, { kind: 'complete' });
   return { effects, signal: 'completed', note: 'inbox duplicate' };

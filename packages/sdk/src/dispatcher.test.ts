@@ -1,52 +1,16 @@
-// The dispatcher's catch ladder, pipeline and observers over a fake DeliveryPort (pure logic; the broker paths are
-// covered end to end in e2e/).
+// The dispatcher's catch ladder, pipeline and observers over the fake DeliveryPort (testing/fakeDeliveryPort.ts):
+// pure logic; the broker paths are covered end to end in e2e/.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { emptySessionState, eventBody } from './contract/index.ts';
-import type { SessionState } from './contract/index.ts';
 import { Dispatcher } from './dispatcher.ts';
-import type { DeliveryPort } from './dispatcher.ts';
 import { MessageAlreadyDeadLetteredError, TransientError } from './errors.ts';
 import { HandlerRegistry } from './handlers.ts';
 import type { LifecycleObserver, PipelineBehavior } from './pipeline.ts';
 import { RetryPolicies } from './retryPolicies.ts';
+import { FakeDeliveryPort } from './testing/fakeDeliveryPort.ts';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
-
-class FakePort implements DeliveryPort {
-  log: string[] = [];
-  state: SessionState = emptySessionState();
-  failOn?: string;
-  lockLost?: () => boolean;
-  async readState() {
-    return this.state;
-  }
-  async writeState(s: SessionState) {
-    this.step('setState');
-    this.state = s;
-  }
-  sent: Array<Record<string, unknown>> = [];
-  /** `MessageType MessageId` of every message that got out. */
-  sentIds: string[] = [];
-  async send(m: { messageId: string; applicationProperties: Record<string, unknown> }) {
-    this.step(`send ${m.applicationProperties.MessageType}`);
-    this.sent.push(m.applicationProperties);
-    this.sentIds.push(`${m.applicationProperties.MessageType} ${m.messageId}`);
-  }
-  async schedule() {
-    this.step('schedule');
-  }
-  async complete() {
-    this.step('complete');
-  }
-  async deadLetter(reason: string) {
-    this.step(`deadLetter ${reason}`);
-  }
-  private step(s: string) {
-    if (this.failOn && s.startsWith(this.failOn)) throw new Error(`broker refused ${s}`);
-    this.log.push(s);
-  }
-}
 
 const received = (props: Record<string, unknown> = {}) => ({
   messageId: 'm1',
@@ -90,7 +54,7 @@ const signal = new AbortController().signal;
 
 describe('dispatcher ladder and observers', () => {
   test('success: Received then Completed; settlement in order', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     const { events, observer } = observerLog();
     const result = await dispatcher(() => undefined, { observers: [observer] }).dispatch(
       received(),
@@ -103,7 +67,7 @@ describe('dispatcher ladder and observers', () => {
   });
 
   test('Retry-disposition failure: settled, and nothing fires after Received', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     const { events, observer } = observerLog();
     const result = await dispatcher(
       () => {
@@ -117,7 +81,7 @@ describe('dispatcher ladder and observers', () => {
   });
 
   test('a behaviour that throws before next: handler not run, notification then dead-letter, Failed + DeadLettered', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     let ran = false;
     const { events, observer } = observerLog();
     const boom: PipelineBehavior = async () => {
@@ -136,7 +100,7 @@ describe('dispatcher ladder and observers', () => {
   test('a behaviour that does not call next: a success without the handler, settled and answered', async () => {
     // Before: nothing was settled ('shortCircuited', an empty log); the host held the session and let the message
     // come back until its deliveries were spent, and the broker dead-lettered it silently with the row Pending.
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     const { events, observer } = observerLog();
     let ran = false;
     const noop: PipelineBehavior = async () => undefined;
@@ -152,7 +116,7 @@ describe('dispatcher ladder and observers', () => {
   });
 
   test('a short-circuit on the last delivery is settled like any other, not left to the broker', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     const noop: PipelineBehavior = async () => undefined;
     const result = await dispatcher(() => undefined, { behaviors: [noop] }).dispatch(
       { ...received(), deliveryCount: 9 },
@@ -164,7 +128,7 @@ describe('dispatcher ladder and observers', () => {
   });
 
   test('a short-circuit does not overtake a block: the delivery is parked, the handler not run', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     port.state = { ...emptySessionState(), BlockedByEventId: 'e0', BlockedByMessageId: 'm0' };
     let ran = false;
     const noop: PipelineBehavior = async () => undefined;
@@ -176,12 +140,12 @@ describe('dispatcher ladder and observers', () => {
     assert.equal(result, 'deferred');
     assert.equal(ran, false);
     assert.deepEqual(port.log, ['send DeferralResponse', 'send EventRequest', 'setState', 'complete']);
-    assert.equal(port.sent[1]?.To, 'Deferred');
+    assert.equal(port.sent[1]?.props.To, 'Deferred');
     assert.equal(port.state.NextDeferralSequence, 1);
   });
 
   test('a short-circuited RetryRequest of the blocker releases the session as a successful retry does', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     port.state = { ...emptySessionState(), BlockedByEventId: 'e1', BlockedByMessageId: 'm0', NextDeferralSequence: 1, DeferredCount: 1 };
     const noop: PipelineBehavior = async () => undefined;
     const result = await dispatcher(() => assert.fail('not run'), { behaviors: [noop] }).dispatch(
@@ -197,17 +161,17 @@ describe('dispatcher ladder and observers', () => {
   test('a short-circuit whose settlement the broker refuses is transient, and on the last delivery takes the budget path', async () => {
     const noop: PipelineBehavior = async () => undefined;
     const d = dispatcher(() => undefined, { behaviors: [noop] });
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     port.failOn = 'complete';
     assert.equal(await d.dispatch(received(), port, signal), 'transient');
-    const last = new FakePort();
+    const last = new FakeDeliveryPort();
     last.failOn = 'complete';
     assert.equal(await d.dispatch({ ...received(), deliveryCount: 9 }, last, signal), 'deadLettered');
     assert.deepEqual(last.log, ['send ResolutionResponse', 'send ErrorResponse', 'deadLetter MaxDeliveryCountExceeded']);
   });
 
   test('a behaviour that dead-letters and returns without throwing still gets the notification, no second dead-letter', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     const { events, observer } = observerLog();
     const reject: PipelineBehavior = async (ctx) => {
       await ctx.deadLetter('Unknown tenant');
@@ -223,7 +187,7 @@ describe('dispatcher ladder and observers', () => {
   });
 
   test('a behaviour that swallows a handler failure makes it look completed (after the failure was settled)', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     const { events, observer } = observerLog();
     const swallow: PipelineBehavior = async (_ctx, next) => {
       try {
@@ -253,14 +217,14 @@ describe('dispatcher ladder and observers', () => {
       };
     await dispatcher(() => void order.push('handler'), { behaviors: [b('a'), b('b')] }).dispatch(
       received(),
-      new FakePort(),
+      new FakeDeliveryPort(),
       signal,
     );
     assert.deepEqual(order, ['a>', 'b>', 'handler', '<b', '<a']);
   });
 
   test('a behaviour that dead-letters itself: one dead-letter, then the notification', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     const { events, observer } = observerLog();
     const reject: PipelineBehavior = async (ctx) => {
       await ctx.deadLetter('Tenant unknown');
@@ -281,7 +245,7 @@ describe('dispatcher ladder and observers', () => {
   });
 
   test('settlement runs to the end when the processor stops after the handler has an outcome', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     const controller = new AbortController();
     const result = await dispatcher(() => {
       controller.abort();
@@ -292,7 +256,7 @@ describe('dispatcher ladder and observers', () => {
   });
 
   test('a handler that honours the stop signal leaves the message unsettled, with no observer after Received', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     const controller = new AbortController();
     const { events, observer } = observerLog();
     const result = await dispatcher(
@@ -308,7 +272,7 @@ describe('dispatcher ladder and observers', () => {
   });
 
   test('a broker failure mid-settlement is transient: the rest is not attempted and the message is redelivered', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     port.failOn = 'setState';
     const { events, observer } = observerLog();
     const result = await dispatcher(
@@ -323,7 +287,7 @@ describe('dispatcher ladder and observers', () => {
   });
 
   test('a failing dead-letter notification does not stop the dead-letter', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     port.failOn = 'send ErrorResponse';
     const result = await dispatcher(() => undefined).dispatch(
       received({ EventTypeId: 'OrderPlaced', MessageType: 'ErrorResponse' }),
@@ -335,7 +299,7 @@ describe('dispatcher ladder and observers', () => {
   });
 
   test('a throwing observer is ignored', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     const bad: LifecycleObserver = {
       onMessageReceived: () => {
         throw new Error('observer bug');
@@ -349,7 +313,7 @@ describe('dispatcher ladder and observers', () => {
 
   test('a typed handler schema mismatch is permanent', async () => {
     const { z } = await import('zod');
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     const d = new Dispatcher({
       endpointId: 'billing',
       handlers: new HandlerRegistry().on('OrderPlaced', () => undefined, {
@@ -364,7 +328,7 @@ describe('dispatcher ladder and observers', () => {
   });
 
   test('markPendingHandoff: last call wins; expectedBy relative to now', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     const sentProps: Record<string, unknown>[] = [];
     port.send = async (m) => void sentProps.push(m.applicationProperties);
     const d = new Dispatcher({
@@ -384,7 +348,7 @@ describe('dispatcher ladder and observers', () => {
   });
 
   test('markPendingHandoff then throw: the failure path wins', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     const d = new Dispatcher({
       endpointId: 'billing',
       handlers: new HandlerRegistry().on('OrderPlaced', (_e, ctx) => {
@@ -400,7 +364,7 @@ describe('dispatcher ladder and observers', () => {
 describe('validation behaviour', () => {
   const signal = new AbortController().signal;
   test('an EventRequest without EventTypeId is dead-lettered with its stable reason', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     const d = new Dispatcher({
       endpointId: 'billing',
       handlers: new HandlerRegistry().on('OrderPlaced', () => undefined),
@@ -416,7 +380,7 @@ describe('validation behaviour', () => {
   });
 
   test('a command without EventTypeId passes validation; validation can be turned off', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     port.state = { ...emptySessionState(), BlockedByEventId: 'e1' };
     const d = new Dispatcher({ endpointId: 'billing', handlers: new HandlerRegistry() });
     assert.equal(
@@ -432,7 +396,7 @@ describe('validation behaviour', () => {
       validation: false,
       handlers: new HandlerRegistry().on('OrderPlaced', () => undefined),
     });
-    const port2 = new FakePort();
+    const port2 = new FakeDeliveryPort();
     assert.equal(await off.dispatch(received({ EventId: undefined }), port2, signal), 'completed');
     assert.deepEqual(port2.log, ['send ResolutionResponse', 'complete']);
   });
@@ -449,7 +413,7 @@ describe('a lock lost while the handler ran', () => {
     ],
   ] as const) {
     test(`a ${what} settles nothing and is left for redelivery as transient`, async () => {
-      const port = new FakePort();
+      const port = new FakeDeliveryPort();
       let lost = false;
       port.lockLost = () => lost;
       const { events, observer } = observerLog();
@@ -477,7 +441,7 @@ describe("cancellation: only the processor's own signal", () => {
   };
 
   test("a handler's own timeout abort while the host is stopping is a failure, settled in full", async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     const { signal, stop } = host();
     const { setTimeout: wait } = await import('node:timers/promises');
     const result = await dispatcher(async () => {
@@ -490,7 +454,7 @@ describe("cancellation: only the processor's own signal", () => {
   });
 
   test("a handler's own AbortController abort while the host is stopping is a failure, not a cancellation", async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     const { signal, stop } = host();
     const result = await dispatcher(() => {
       stop();
@@ -503,7 +467,7 @@ describe("cancellation: only the processor's own signal", () => {
   });
 
   test("an AbortError carrying the processor's reason as its cause is the cancellation: nothing settled", async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     const { signal, stop } = host();
     const { setTimeout: wait } = await import('node:timers/promises');
     const result = await dispatcher(async () => {
@@ -516,7 +480,7 @@ describe("cancellation: only the processor's own signal", () => {
   });
 
   test('the processor’s reason itself (what fetch rejects with) is the cancellation', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     const { signal, stop } = host();
     const result = await dispatcher(() => {
       stop();
@@ -530,7 +494,7 @@ describe("cancellation: only the processor's own signal", () => {
 describe('a transient outcome on the last delivery the budget allows', () => {
   // The subscription dead-letters on its 10th delivery (wire count 9); the SDK gets there first, with a
   // notification, so the Resolver records DeadLettered instead of leaving the event Pending.
-  type Build = (port: FakePort, observers: LifecycleObserver[]) => Dispatcher;
+  type Build = (port: FakeDeliveryPort, observers: LifecycleObserver[]) => Dispatcher;
   const causes: Array<[string, Build]> = [
     [
       'a TransientError from the handler',
@@ -576,14 +540,14 @@ describe('a transient outcome on the last delivery the budget allows', () => {
   ];
   for (const [what, build] of causes) {
     test(`${what}: notification, then dead-letter with the reason; earlier deliveries settle nothing`, async () => {
-      const early = new FakePort();
+      const early = new FakeDeliveryPort();
       assert.equal(await build(early, []).dispatch(received(), early, signal), 'transient');
       assert.ok(
         !early.log.some((x) => x.startsWith('deadLetter')),
         'the first delivery is left for redelivery',
       );
 
-      const port = new FakePort();
+      const port = new FakeDeliveryPort();
       const { events, observer } = observerLog();
       const result = await build(port, [observer]).dispatch(
         { ...received(), deliveryCount: 9 },
@@ -593,15 +557,15 @@ describe('a transient outcome on the last delivery the budget allows', () => {
       assert.equal(result, 'deadLettered');
       assert.deepEqual(port.log.slice(-2), ['send ErrorResponse', 'deadLetter MaxDeliveryCountExceeded']);
       const note = port.sent.at(-1)!;
-      assert.equal(note.DeadLetterReason, 'MaxDeliveryCountExceeded');
-      assert.match(String(note.DeadLetterErrorDescription), /^Delivery 10 of 10 ended transient: /);
+      assert.equal(note.props.DeadLetterReason, 'MaxDeliveryCountExceeded');
+      assert.match(String(note.props.DeadLetterErrorDescription), /^Delivery 10 of 10 ended transient: /);
       assert.equal(events[0], 'received');
       assert.equal(events.at(-1), 'deadLettered:MaxDeliveryCountExceeded');
     });
   }
 
   test('a host configured for a larger budget leaves the 10th delivery to redelivery', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     const d = new Dispatcher({
       endpointId: 'billing',
       maxDeliveryCount: 20,
@@ -617,7 +581,7 @@ describe('a transient outcome on the last delivery the budget allows', () => {
 describe('a release whose settlement is interrupted after the state write', () => {
   // The session is blocked by e1 with two messages parked behind it.
   const blockedPort = () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     port.state = {
       ...emptySessionState(),
       BlockedByEventId: 'e1',
@@ -662,19 +626,19 @@ describe('a release whose settlement is interrupted after the state write', () =
     };
     port.failOn = 'complete';
     assert.equal(await d.dispatch(skip, port, signal), 'transient');
-    const first = port.sentIds.slice();
+    const first = port.sentIds();
     assert.deepEqual(
       first.map((x) => x.split(' ')[0]),
       ['ProcessDeferredRequest', 'SkipResponse'],
     );
 
     port.log = [];
-    port.sentIds = [];
+    port.sent = [];
     port.failOn = undefined;
     assert.equal(await d.dispatch({ ...skip, deliveryCount: 1 }, port, signal), 'completed');
     assert.deepEqual(port.log, ['send ProcessDeferredRequest', 'send SkipResponse', 'complete']);
     assert.deepEqual(
-      port.sentIds,
+      port.sentIds(),
       first,
       'the Resolver and the deferred processor see the same messages again',
     );
@@ -698,7 +662,7 @@ describe('a step that fails after the completion (the RetryRequest schedule)', (
 
   for (const deliveryCount of [0, 9]) {
     test(`an EventRequest (delivery ${deliveryCount + 1} of 10): the failure stays Failed and blocked, nothing transient, no dead-letter`, async () => {
-      const port = new FakePort();
+      const port = new FakeDeliveryPort();
       port.failOn = 'schedule';
       const { events, observer } = observerLog();
       const lines: Array<{ level: number; msg: string }> = [];
@@ -724,7 +688,7 @@ describe('a step that fails after the completion (the RetryRequest schedule)', (
   }
 
   test('a RetryRequest that fails again (last delivery): settled as a failed retry, not dead-lettered', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     port.state = { ...emptySessionState(), BlockedByEventId: 'e1', BlockedByMessageId: 'm0' };
     port.failOn = 'schedule';
     const { events, observer } = observerLog();
@@ -742,7 +706,7 @@ describe('a step that fails after the completion (the RetryRequest schedule)', (
 describe('a replayed copy that is dead-lettered: the dead-letter before the replay cursor', () => {
   // Sequence 0 of a one-copy pass up to 1, with a third message parked since (NextDeferralSequence 2).
   const replayingPort = () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     port.state = { ...emptySessionState(), NextDeferralSequence: 2, NextReplaySequence: 0, DeferredCount: 2 };
     return port;
   };
@@ -831,7 +795,7 @@ describe('a replayed copy that is dead-lettered: the dead-letter before the repl
     const gapPort = replayingPort();
     gapPort.state = { ...port.state };
     assert.equal(await d.dispatch(marker(1), gapPort, signal), 'completed');
-    assert.equal(gapPort.sent[0]!.DeadLetterReason, 'ReplayGap');
+    assert.equal(gapPort.sent[0]!.props.DeadLetterReason, 'ReplayGap');
     assert.equal(gapPort.state.NextReplaySequence, 1);
 
     // The next pass's copy (sequence 1, parked meanwhile) moves the cursor past it as well, with a ReplayGap notice
@@ -850,7 +814,7 @@ describe('a replayed copy that is dead-lettered: the dead-letter before the repl
     );
     assert.equal(port.state.NextReplaySequence, 2, 'no longer draining');
     assert.deepEqual(
-      port.sent.map((p) => p.DeadLetterReason).filter((r) => r !== undefined),
+      port.sent.map((p) => p.props.DeadLetterReason).filter((r) => r !== undefined),
       ['ReplayGap'],
     );
   });
@@ -865,7 +829,7 @@ describe('a behaviour that dead-letters the message and returns without throwing
   };
 
   test('the Resolver is notified with the reason and description, as when it throws; no hold', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     const { events, observer } = observerLog();
     let ran = false;
     const result = await dispatcher(() => void (ran = true), {
@@ -875,8 +839,8 @@ describe('a behaviour that dead-letters the message and returns without throwing
     assert.equal(result, 'middlewareDeadLettered', 'settled: the host does not hold the session');
     assert.equal(ran, false);
     assert.deepEqual(port.log, ['deadLetter Unknown tenant', 'send ErrorResponse']);
-    assert.equal(port.sent[0]!.DeadLetterReason, 'Unknown tenant');
-    assert.equal(port.sent[0]!.DeadLetterErrorDescription, 'tenant 42 is not configured');
+    assert.equal(port.sent[0]!.props.DeadLetterReason, 'Unknown tenant');
+    assert.equal(port.sent[0]!.props.DeadLetterErrorDescription, 'tenant 42 is not configured');
     assert.deepEqual(events, [
       'received',
       'failed:MessageAlreadyDeadLetteredError',
@@ -885,7 +849,7 @@ describe('a behaviour that dead-letters the message and returns without throwing
   });
 
   test('a replayed copy still moves the replay cursor and ends its pass', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     port.state = { ...emptySessionState(), NextDeferralSequence: 2, NextReplaySequence: 0, DeferredCount: 2 };
     const result = await dispatcher(() => undefined, { behaviors: [deadLetterAndReturn] }).dispatch(
       received({ ReplaySequence: 0, ReplayUntil: 1, ReplayPassEnd: true }),
@@ -912,13 +876,13 @@ describe('a behaviour that dead-letters the message and returns without throwing
         // the behaviour logs and returns
       }
     };
-    const first = new FakePort();
+    const first = new FakeDeliveryPort();
     first.failOn = 'deadLetter';
     const result = await dispatcher(() => undefined, { behaviors: [catchesRefusal] }).dispatch(received(), first, signal);
     assert.equal(result, 'transient');
     assert.deepEqual(first.log, [], 'nothing sent, nothing completed: the message comes back');
     // On the last delivery the budget path dead-letters it and tells the Resolver.
-    const last = new FakePort();
+    const last = new FakeDeliveryPort();
     last.failOn = 'deadLetter Unknown';
     const final = await dispatcher(() => undefined, { behaviors: [catchesRefusal] }).dispatch(
       { ...received(), deliveryCount: 9 },
@@ -948,7 +912,7 @@ describe('a behaviour that throws after the terminal step settled the message', 
     EventContent: { EventTypeId: 'OrderPlaced', EventJson: '{not json' },
     ErrorContent: null,
   });
-  const cases: Array<[string, () => (e: unknown) => void, (port: FakePort) => void, string | undefined]> = [
+  const cases: Array<[string, () => (e: unknown) => void, (port: FakeDeliveryPort) => void, string | undefined]> = [
     ['completed (a success)', () => () => undefined, () => undefined, undefined],
     [
       'handlerFailed (a Retry-disposition failure, blocked)',
@@ -973,12 +937,12 @@ describe('a behaviour that throws after the terminal step settled the message', 
       test(`${what}, delivery ${deliveryCount + 1} of 10: the settlement stands; the error is logged and observed, nothing contradicts it`, async () => {
         const message = { ...received(), deliveryCount, ...(body !== undefined ? { body } : {}) };
         // The same delivery without the behaviour: what the settlement is.
-        const baseline = new FakePort();
+        const baseline = new FakeDeliveryPort();
         prepare(baseline);
         const expected = await dispatcher(handler()).dispatch(message, baseline, signal);
         assert.notEqual(expected, 'transient');
 
-        const port = new FakePort();
+        const port = new FakeDeliveryPort();
         prepare(port);
         port.failOn = 'deadLetter Failed to handle message.';
         const { events, observer } = observerLog();
@@ -994,7 +958,7 @@ describe('a behaviour that throws after the terminal step settled the message', 
         const { result, error } = await d.dispatchDetailed(message, port, signal);
         assert.equal(result, expected, 'the delivery keeps its settlement (not transient, not dead-lettered anew)');
         assert.deepEqual(port.log, baseline.log, 'no notification or dead-letter after the settlement');
-        assert.deepEqual(port.sentIds.length, baseline.sentIds.length);
+        assert.deepEqual(port.sent.length, baseline.sent.length);
         assert.ok(error !== undefined);
         assert.ok(events.includes('failed:Error'), `the behaviour's error is observed: ${events.join(', ')}`);
         assert.ok(!events.includes('deadLettered:Failed to handle message.'));
@@ -1012,7 +976,7 @@ describe('the last-delivery dead-letter of a replayed copy: the dead-letter befo
   // leaves the message to come back. Before, the cursor had been written first, and the redelivery was completed as
   // "already handled": the Resolver said DeadLettered, the dead-letter queue was empty and the payload gone.
   test('a dead-letter that fails leaves the cursor, so the redelivery dead-letters it again', async () => {
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     port.state = { ...emptySessionState(), NextDeferralSequence: 2, NextReplaySequence: 0, DeferredCount: 2 };
     const d = new Dispatcher({
       endpointId: 'billing',
@@ -1081,21 +1045,21 @@ describe('a cancelled delivery on the last delivery the budget allows', () => {
   ];
   for (const [what, build, given] of cases) {
     test(`${what}: earlier deliveries settle nothing; the last takes the budget path`, async () => {
-      const early = new FakePort();
+      const early = new FakeDeliveryPort();
       const first = given ?? new AbortController();
       assert.equal(await build(first, []).dispatch(received(), early, first.signal), 'cancelled');
       assert.deepEqual(early.log, [], 'left unsettled: it comes back');
 
       const c = given ?? new AbortController();
-      const port = new FakePort();
+      const port = new FakeDeliveryPort();
       const { events, observer } = observerLog();
       const result = await build(c, [observer]).dispatch({ ...received(), deliveryCount: 9 }, port, c.signal);
       assert.equal(result, 'deadLettered');
       assert.deepEqual(port.log, ['send ErrorResponse', 'deadLetter MaxDeliveryCountExceeded']);
       const note = port.sent.at(-1)!;
-      assert.equal(note.DeadLetterReason, 'MaxDeliveryCountExceeded');
+      assert.equal(note.props.DeadLetterReason, 'MaxDeliveryCountExceeded');
       assert.match(
-        String(note.DeadLetterErrorDescription),
+        String(note.props.DeadLetterErrorDescription),
         /^Delivery 10 of 10 was cancelled: (subscriber host stopping|endpoint circuit opened)$/,
       );
       assert.equal(events.at(-1), 'deadLettered:MaxDeliveryCountExceeded');
@@ -1106,7 +1070,7 @@ describe('a cancelled delivery on the last delivery the budget allows', () => {
 describe('a behaviour that dead-letters the message and throws MessageAlreadyDeadLetteredError', () => {
   test('the notification carries the reason and description the behaviour dead-lettered with', async () => {
     // Before: the error's message was both the reason and the description (the returning path had been fixed).
-    const port = new FakePort();
+    const port = new FakeDeliveryPort();
     const reject: PipelineBehavior = async (ctx) => {
       await ctx.deadLetter('Unknown tenant', 'tenant 42 is not configured');
       throw new MessageAlreadyDeadLetteredError('tenant check rejected the message');
@@ -1114,7 +1078,7 @@ describe('a behaviour that dead-letters the message and throws MessageAlreadyDea
     const result = await dispatcher(() => undefined, { behaviors: [reject] }).dispatch(received(), port, signal);
     assert.equal(result, 'middlewareDeadLettered');
     assert.deepEqual(port.log, ['deadLetter Unknown tenant', 'send ErrorResponse']);
-    assert.equal(port.sent[0]!.DeadLetterReason, 'Unknown tenant');
-    assert.equal(port.sent[0]!.DeadLetterErrorDescription, 'tenant 42 is not configured');
+    assert.equal(port.sent[0]!.props.DeadLetterReason, 'Unknown tenant');
+    assert.equal(port.sent[0]!.props.DeadLetterErrorDescription, 'tenant 42 is not configured');
   });
 });

@@ -7,17 +7,18 @@
 // e2e/handoffBesideBlock.test.ts.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { emptySessionState, encodeBody, eventBody, Prop } from './contract/index.ts';
+import { emptySessionState, encodeBody, eventBody, MAX_PENDING_HANDOFFS, Prop } from './contract/index.ts';
 import type { SessionState } from './contract/index.ts';
 import { afterHandler, route } from './decide.ts';
 import type { DecisionEnv, HandlerOutcome } from './decide.ts';
 import { Dispatcher } from './dispatcher.ts';
-import type { DeliveryPort } from './dispatcher.ts';
 import type { Effect, Settlement } from './effects.ts';
 import { HandlerRegistry } from './handlers.ts';
 import { fromReceived } from './inbound.ts';
+import { MemoryInboxStore } from './inbox.ts';
 import type { InboundMessage } from './inbound.ts';
 import { bodyText } from './outbound.ts';
+import { FakeDeliveryPort } from './testing/fakeDeliveryPort.ts';
 
 function env(): DecisionEnv {
   let n = 0;
@@ -257,6 +258,15 @@ describe('a handoff made by a resubmission while another event blocks the sessio
       shape(run(completion('e0', 'cmd-5', 'resub-1'), written(skipped, pending)).effects),
       REFUSED,
     );
+    // Discarded by the classifier: over as well.
+    const discarded = run(resubmission('e0', 'resub-4'), pending, {
+      kind: 'failed',
+      error: new Error('stale order'),
+      disposition: 'Discard',
+      classifierName: 'StaleOrders',
+    });
+    assert.deepEqual(shape(discarded.effects), ['state blocked=e2', 'send SkipResponse', 'complete']);
+    assert.deepEqual(written(discarded, pending).PendingHandoffs, []);
   });
 
   test('once the session is no longer blocked, a resubmission that hands off blocks it, superseding the earlier handoff', () => {
@@ -273,33 +283,6 @@ describe('a handoff made by a resubmission while another event blocks the sessio
     ]);
   });
 });
-
-/** A session's state and what the dispatcher did with it (pure: no broker). */
-class FakePort implements DeliveryPort {
-  log: string[] = [];
-  sent: Array<Record<string, unknown>> = [];
-  constructor(public state: SessionState) {}
-  async readState() {
-    return this.state;
-  }
-  async writeState(s: SessionState) {
-    this.log.push('setState');
-    this.state = s;
-  }
-  async send(m: { applicationProperties: Record<string, unknown> }) {
-    this.log.push(`send ${String(m.applicationProperties.MessageType)}`);
-    this.sent.push(m.applicationProperties);
-  }
-  async schedule() {
-    this.log.push('schedule');
-  }
-  async complete() {
-    this.log.push('complete');
-  }
-  async deadLetter(reason: string) {
-    this.log.push(`deadLetter ${reason}`);
-  }
-}
 
 const receivedCommand = (
   type: string,
@@ -331,7 +314,7 @@ test("the dispatcher: the handler hands the resubmission off under e2's block; t
     }),
   });
   const signal = new AbortController().signal;
-  const port = new FakePort(blockedByE2);
+  const port = new FakeDeliveryPort(blockedByE2);
   const resub = receivedCommand(
     'ResubmissionRequest',
     'e0',
@@ -356,4 +339,118 @@ test("the dispatcher: the handler hands the resubmission off under e2's block; t
   assert.deepEqual(port.log, ['setState', 'send ResolutionResponse', 'complete']);
   assert.deepEqual(handedOff, ['send PendingHandoffResponse', 'setState', 'complete']);
   assert.deepEqual([port.state.BlockedByEventId, port.state.BlockedByMessageId], ['e2', 'm-e2']);
+});
+
+describe('an inbox duplicate of a resubmission and the handoff pending beside the block', () => {
+  // The inbox records a success before the settlement. When the settlement of e0's successful resubmission (resub-2)
+  // stopped before its state write (refused, the lock lost, a crash), its redelivery is an inbox duplicate: answered
+  // DuplicateDetected without running the handler. Before, that answer wrote nothing, so job 1's entry (resub-1)
+  // stayed in PendingHandoffs for ever - a late completion of job 1 was answered Completed, and the entry took one of
+  // the 64 places for good.
+  test('decision: the duplicate ends the entry its first delivery would have ended', () => {
+    const pending = handedOffBesideBlock();
+    const e = env();
+    const r = route(resubmission('e0', 'resub-2'), pending, e, { duplicate: true });
+    assert.ok(r.kind === 'settle');
+    const dup = r.settlement;
+    assert.deepEqual(shape(dup.effects), ['state blocked=e2', 'send SkipResponse', 'complete']);
+    const after = written(dup, pending);
+    assert.deepEqual(after.PendingHandoffs, []);
+    assert.deepEqual(after.ReleasedBlocks.at(-1), { EventId: 'e0', MessageId: 'resub-1' });
+    assert.deepEqual([after.BlockedByEventId, after.BlockedByMessageId], ['e2', 'm-e2'], "e2's block stays");
+    // Job 1's late settlement is refused, with or without the delivery named.
+    assert.deepEqual(shape(run(completion('e0', 'cmd-1', 'resub-1'), after).effects), REFUSED);
+    assert.deepEqual(shape(run(completion('e0', 'cmd-2'), after).effects), REFUSED);
+    assert.deepEqual(shape(run(failure('e0', 'cmd-3', 'resub-1'), after).effects), REFUSED);
+    // A duplicate resubmission of another event leaves the entry alone.
+    const other = route(resubmission('e7', 'resub-9'), pending, e, { duplicate: true });
+    assert.ok(other.kind === 'settle' && !other.settlement.effects.some((f) => f.kind === 'setState'));
+  });
+
+  test('dispatcher with the inbox: the state write of the success refused, the redelivery (a duplicate) ends the entry', async () => {
+    const outcomes = ['handoff', 'success'];
+    const d = new Dispatcher({
+      endpointId: 'billing',
+      inbox: new MemoryInboxStore(),
+      handlers: new HandlerRegistry().on('OrderPlaced', (_e, ctx) => {
+        if (outcomes.shift() === 'handoff') ctx.markPendingHandoff('DMF import', 'job-1');
+      }),
+    });
+    const signal = new AbortController().signal;
+    const port = new FakeDeliveryPort(blockedByE2);
+    const resub = (messageId: string, deliveryCount: number) => ({
+      ...receivedCommand('ResubmissionRequest', 'e0', messageId, {}, eventBody('OrderPlaced', { n: 0 })),
+      deliveryCount,
+    });
+    assert.equal(await d.dispatch(resub('resub-1', 0), port, signal), 'completed');
+    assert.deepEqual(port.state.PendingHandoffs, [{ EventId: 'e0', MessageId: 'resub-1' }]);
+
+    // Job 1 failed; the operator resubmits e0 and it is handled, but the state write is refused.
+    port.failOn = 'setState';
+    assert.equal(await d.dispatch(resub('resub-2', 0), port, signal), 'transient');
+    port.failOn = undefined;
+    port.log = [];
+    assert.equal(await d.dispatch(resub('resub-2', 1), port, signal), 'completed');
+    // Before: ['send SkipResponse', 'complete'] and the entry kept.
+    assert.deepEqual(port.log, ['setState', 'send SkipResponse', 'complete']);
+    assert.deepEqual(port.state.PendingHandoffs, []);
+    assert.equal(outcomes.length, 0, 'the handler ran once per resubmission');
+
+    port.log = [];
+    const late = receivedCommand(
+      'HandoffCompletedRequest',
+      'e0',
+      'cmd-1',
+      { HandedOffByMessageId: 'resub-1' },
+      encodeBody({ EventContent: { EventTypeId: 'OrderPlaced', EventJson: '{"imported":1}' } }),
+    );
+    // Before: ['setState', 'send ResolutionResponse', 'complete'] - Completed for job 1's superseded work.
+    assert.equal(await d.dispatch(late, port, signal), 'deadLettered');
+    assert.deepEqual(port.log, ['send ErrorResponse', 'deadLetter CommandRefused']);
+  });
+});
+
+describe('the handoffs pending beside the block at their bound', () => {
+  /** e2's block with MAX_PENDING_HANDOFFS handoffs beside it (events e100..), each made by a resubmission. */
+  function full(): SessionState {
+    let state = blockedByE2;
+    for (let i = 0; i < MAX_PENDING_HANDOFFS; i++)
+      state = written(run(resubmission(`e${100 + i}`, `resub-${100 + i}`), state, handoff), state);
+    assert.equal(state.PendingHandoffs.length, MAX_PENDING_HANDOFFS);
+    return state;
+  }
+
+  test('one more is not recorded by forgetting the oldest: it is dead-lettered PendingHandoffsFull, the Resolver told', () => {
+    const state = full();
+    const over = run(resubmission('e0', 'resub-x'), state, {
+      kind: 'success',
+      handoff: { reason: 'DMF import', externalJobId: 'job-9' },
+    });
+    // Before: answered PendingHandoffResponse and the state written without e100's entry - nobody told, and e100's
+    // completion refused later ("not the pending handoff") while its row showed Pending (Handoff).
+    assert.deepEqual(shape(over.effects), ['send ErrorResponse', 'deadLetter PendingHandoffsFull']);
+    assert.equal(over.signal, 'deadLettered');
+    const [notice] = answers(over);
+    assert.equal(notice!.props.EventId, 'e0');
+    assert.equal(notice!.props.DeadLetterReason, 'PendingHandoffsFull');
+    const description = String(notice!.props.DeadLetterErrorDescription);
+    assert.match(description, /event e0 handed off \(DMF import, job job-9\)/);
+    assert.match(description, /session s1 already holds 64 handoffs pending beside the block of event e2/);
+    // Every recorded handoff can still be settled, the oldest too.
+    assert.deepEqual(shape(run(completion('e100', 'cmd-1', 'resub-100'), state).effects), [
+      'state blocked=e2',
+      'send ResolutionResponse',
+      'complete',
+    ]);
+  });
+
+  test('at the bound, another handoff of an event already there replaces its entry; a settled one makes room', () => {
+    const state = full();
+    const replaced = run(resubmission('e100', 'resub-y'), state, handoff);
+    assert.deepEqual(shape(replaced.effects), ['send PendingHandoffResponse', 'state blocked=e2', 'complete']);
+    assert.equal(written(replaced, state).PendingHandoffs.length, MAX_PENDING_HANDOFFS);
+    const roomy = written(run(command('SkipRequest', 'e100', 'skip-e100'), state), state);
+    const added = run(resubmission('e0', 'resub-x'), roomy, handoff);
+    assert.deepEqual(shape(added.effects), ['send PendingHandoffResponse', 'state blocked=e2', 'complete']);
+  });
 });

@@ -9,45 +9,8 @@ import Long from 'long';
 import { emptySessionState, eventBody } from './contract/index.ts';
 import type { SessionState } from './contract/index.ts';
 import { Dispatcher } from './dispatcher.ts';
-import type { DeliveryPort } from './dispatcher.ts';
 import { HandlerRegistry } from './handlers.ts';
-
-class FakePort implements DeliveryPort {
-  log: string[] = [];
-  /** Every message that got out: its MessageId and properties. */
-  sent: Array<{ messageId: string; props: Record<string, unknown> }> = [];
-  /** The step (a log entry's start) the broker refuses. */
-  failOn?: string;
-  constructor(public state: SessionState) {}
-  async readState() {
-    return this.state;
-  }
-  async writeState(s: SessionState) {
-    this.step('setState');
-    this.state = s;
-  }
-  async send(m: { messageId: string; applicationProperties: Record<string, unknown> }) {
-    this.step(`send ${String(m.applicationProperties.MessageType)}`);
-    this.sent.push({ messageId: m.messageId, props: m.applicationProperties });
-  }
-  async schedule() {
-    this.step('schedule');
-  }
-  async complete() {
-    this.step('complete');
-  }
-  async deadLetter(reason: string) {
-    this.step(`deadLetter ${reason}`);
-  }
-  /** The parked copies sent: their DeferralSequence each. */
-  parkedCopies(): unknown[] {
-    return this.sent.filter((m) => m.props.To === 'Deferred').map((m) => m.props.DeferralSequence);
-  }
-  private step(s: string) {
-    if (this.failOn !== undefined && s.startsWith(this.failOn)) throw new Error(`broker refused ${s}`);
-    this.log.push(s);
-  }
-}
+import { FakeDeliveryPort } from './testing/fakeDeliveryPort.ts';
 
 /** A delivery of event e2 (MessageId m2); the broker's sequence number is a Long, as @azure/service-bus gives it. */
 const delivery = (deliveryCount: number, sequenceNumber = 41) => ({
@@ -87,7 +50,7 @@ describe('a message is parked once', () => {
   test('blocked session, the completion after the park refused: the redelivery completes it without parking again', async () => {
     const ran = { count: 0 };
     const d = dispatcher(ran);
-    const port = new FakePort(blocked());
+    const port = new FakeDeliveryPort(blocked());
     port.failOn = 'complete';
     assert.equal(await d.dispatch(delivery(1), port, signal), 'transient');
     assert.deepEqual(port.log, ['send DeferralResponse', 'send EventRequest', 'setState']);
@@ -108,7 +71,7 @@ describe('a message is parked once', () => {
 
   test('behind a drain, the replay request after the state write refused: the redelivery sends it, then completes', async () => {
     const d = dispatcher({ count: 0 });
-    const port = new FakePort(draining());
+    const port = new FakeDeliveryPort(draining());
     port.failOn = 'send ProcessDeferredRequest';
     assert.equal(await d.dispatch(delivery(1), port, signal), 'transient');
     assert.deepEqual(port.log, ['send DeferralResponse', 'send EventRequest', 'setState']);
@@ -125,7 +88,7 @@ describe('a message is parked once', () => {
 
   test('the redelivery of a park whose state write failed parks it under the same sequence (the copy is the same)', async () => {
     const d = dispatcher({ count: 0 });
-    const port = new FakePort(blocked());
+    const port = new FakeDeliveryPort(blocked());
     port.failOn = 'setState';
     assert.equal(await d.dispatch(delivery(1), port, signal), 'transient');
     port.failOn = undefined;
@@ -137,7 +100,7 @@ describe('a message is parked once', () => {
 
   test('a re-publish with the same MessageId (a new broker sequence number) is parked as a message of its own', async () => {
     const d = dispatcher({ count: 0 });
-    const port = new FakePort(blocked());
+    const port = new FakeDeliveryPort(blocked());
     assert.equal(await d.dispatch(delivery(1, 41), port, signal), 'deferred');
     assert.equal(await d.dispatch(delivery(1, 42), port, signal), 'deferred');
     assert.deepEqual(port.parkedCopies(), [0, 1]);

@@ -6,44 +6,20 @@ import assert from 'node:assert/strict';
 import { emptySessionState, eventBody } from './contract/index.ts';
 import type { SessionState } from './contract/index.ts';
 import { Dispatcher } from './dispatcher.ts';
-import type { DeliveryPort } from './dispatcher.ts';
 import { MessageAlreadyDeadLetteredError } from './errors.ts';
 import { HandlerRegistry } from './handlers.ts';
 import type { PipelineBehavior } from './pipeline.ts';
+import { FakeDeliveryPort } from './testing/fakeDeliveryPort.ts';
 
-class FakePort implements DeliveryPort {
-  log: string[] = [];
-  /** Every message that got out: its MessageId and properties. */
-  sent: Array<{ messageId: string; props: Record<string, unknown> }> = [];
-  /** The step (a log entry's start) the broker refuses. */
-  failOn?: string;
-  constructor(public state: SessionState) {}
-  async readState() {
-    return this.state;
-  }
-  async writeState(s: SessionState) {
-    this.step(`setState r=${s.NextReplaySequence}`);
-    this.state = s;
-  }
-  async send(m: { messageId: string; applicationProperties: Record<string, unknown> }) {
-    const p = m.applicationProperties;
-    this.step(`send ${p.MessageType}${p.ReplayUntil !== undefined ? ` until=${p.ReplayUntil}` : ''}`);
-    this.sent.push({ messageId: m.messageId, props: p });
-  }
-  async schedule() {
-    this.log.push('schedule');
-  }
-  async complete() {
-    this.step('complete');
-  }
-  private step(s: string) {
-    if (this.failOn !== undefined && s.startsWith(this.failOn)) throw new Error(`broker refused ${s}`);
-    this.log.push(s);
-  }
-  async deadLetter(reason: string) {
-    this.log.push(`deadLetter ${reason}`);
-  }
-}
+/** The port's log shows the replay cursor a state write moves to, and the bound a replay request asks for. */
+const replayPort = (state: SessionState) =>
+  new FakeDeliveryPort(state, {
+    stateLine: (s) => `setState r=${s.NextReplaySequence}`,
+    sendLine: (m) => {
+      const p = m.applicationProperties;
+      return `send ${String(p.MessageType)}${p.ReplayUntil !== undefined ? ` until=${String(p.ReplayUntil)}` : ''}`;
+    },
+  });
 
 // The last copy of a pass up to 2 (sequence 1), while one more message was parked meanwhile (sequence 2).
 const lastCopy = {
@@ -79,7 +55,7 @@ function dispatcher(behavior: PipelineBehavior) {
 describe('replayed copies settled by the catch ladder', () => {
   test('a behaviour that throws on the copy ending a pass: the dead letter, then cursor advanced and the next pass asked for', async () => {
     // The cursor after the dead-letter: written first, a refused dead-letter made the redelivery "already handled".
-    const port = new FakePort(draining());
+    const port = replayPort(draining());
     const result = await dispatcher(async () => {
       throw new Error('service mode: endpoint paused');
     }).dispatch(lastCopy, port, signal);
@@ -93,7 +69,7 @@ describe('replayed copies settled by the catch ladder', () => {
   });
 
   test('a behaviour that dead-letters the copy itself: the cursor still advances and the next pass is asked for', async () => {
-    const port = new FakePort(draining());
+    const port = replayPort(draining());
     const result = await dispatcher(async (ctx) => {
       await ctx.deadLetter('Tenant unknown');
       throw new MessageAlreadyDeadLetteredError('Tenant unknown');
@@ -108,7 +84,7 @@ describe('replayed copies settled by the catch ladder', () => {
   });
 
   test('a copy that does not end its pass only moves the cursor; a new (not replayed) message changes no state', async () => {
-    const port = new FakePort({ ...draining(), NextReplaySequence: 0 });
+    const port = replayPort({ ...draining(), NextReplaySequence: 0 });
     await dispatcher(async () => {
       throw new Error('boom');
     }).dispatch(
@@ -121,7 +97,7 @@ describe('replayed copies settled by the catch ladder', () => {
       'deadLetter Failed to handle message.',
       'setState r=1',
     ]);
-    const fresh = new FakePort(emptySessionState());
+    const fresh = replayPort(emptySessionState());
     await dispatcher(async (ctx) => {
       await ctx.deadLetter('Tenant unknown');
       throw new MessageAlreadyDeadLetteredError('Tenant unknown');
@@ -159,12 +135,12 @@ describe('a parked copy missing in the middle of a pass', () => {
   });
   const handled = () =>
     new Dispatcher({ endpointId: 'billing', handlers: new HandlerRegistry().on('OrderPlaced', () => undefined) });
-  const notices = (port: FakePort) => port.sent.filter((m) => m.props.DeadLetterReason === 'ReplayGap');
+  const notices = (port: FakeDeliveryPort) => port.sent.filter((m) => m.props.DeadLetterReason === 'ReplayGap');
 
   for (const passEnd of [true, false]) {
     test(`the copy after it (${passEnd ? 'ending' : 'not ending'} the pass) sends a ReplayGap notice for it, then runs`, async () => {
       // Before: the cursor moved from 1 to 3 with no notice; only a gap after the pass's last copy was reported.
-      const port = new FakePort(afterFirst());
+      const port = replayPort(afterFirst());
       assert.equal(await handled().dispatch(copy(2, passEnd), port, signal), 'completed');
       const [notice, ...more] = notices(port);
       assert.ok(notice, `a ReplayGap notice: ${port.log.join(', ')}`);
@@ -180,7 +156,7 @@ describe('a parked copy missing in the middle of a pass', () => {
   }
 
   test('the notice is one message: sent again by the redelivery with the same MessageId, and not after the cursor moved', async () => {
-    const port = new FakePort(afterFirst());
+    const port = replayPort(afterFirst());
     port.failOn = 'setState';
     assert.equal(await handled().dispatch(copy(2, false), port, signal), 'transient');
     port.failOn = 'complete';
@@ -194,7 +170,7 @@ describe('a parked copy missing in the middle of a pass', () => {
   });
 
   test('copies in order send no notice', async () => {
-    const port = new FakePort({ ...afterFirst(), NextReplaySequence: 0 });
+    const port = replayPort({ ...afterFirst(), NextReplaySequence: 0 });
     for (const [sequence, passEnd] of [[0, false], [1, false], [2, true]] as const)
       assert.equal(await handled().dispatch(copy(sequence, passEnd), port, signal), 'completed');
     assert.deepEqual(notices(port), []);

@@ -22,12 +22,14 @@ import {
   isEmptySessionState,
   isHeartbeatEventType,
   MAX_PENDING_HANDOFFS,
+  pendingHandoffsFull,
   jsonDepth,
   parseEventPayload,
   parseMessageType,
   parseNimbusProperties,
   readHeartbeatPayload,
   resultingStatus,
+  sessionStateSchema,
   settlePendingHandoff,
   toWireProperties,
 } from './index.ts';
@@ -262,7 +264,7 @@ describe('session state', () => {
     assert.equal(notAnArray.BlockedByEventId, 'e2');
   });
 
-  test('handoffs pending beside the block: older state reads as none; round-trip; bounded, one per event', () => {
+  test('handoffs pending beside the block: older state reads as none; round-trip; bounded without dropping, one per event', () => {
     // Written before PendingHandoffs existed: read, as none.
     const older = decodeSessionState('{"BlockedByEventId":"e2","BlockedByMessageId":"m2","ReleasedBlocks":[]}');
     assert.deepEqual(older.PendingHandoffs, []);
@@ -279,14 +281,58 @@ describe('session state', () => {
     assert.deepEqual(settled.PendingHandoffs, []);
     assert.deepEqual(settled.ReleasedBlocks.at(-1), { EventId: 'e0', MessageId: 'resub-2' });
     assert.equal(settlePendingHandoff(settled, 'e0'), settled);
-    // Bounded: the oldest goes first. An unreadable entry is dropped, not fatal.
+    // Bounded, and nothing is forgotten to make room: at the bound a new event's handoff is "full" (the subscriber
+    // dead-letters its resubmission, handoffBesideBlock.test.ts), while an event already there can be replaced.
     let full = emptySessionState();
-    for (let i = 0; i < MAX_PENDING_HANDOFFS + 2; i++) full = addPendingHandoff(full, `e${i}`, `m${i}`);
-    assert.equal(full.PendingHandoffs.length, MAX_PENDING_HANDOFFS);
-    assert.deepEqual(full.PendingHandoffs[0], { EventId: 'e2', MessageId: 'm2' });
+    for (let i = 0; i < MAX_PENDING_HANDOFFS; i++) {
+      assert.equal(pendingHandoffsFull(full, `e${i}`), false);
+      full = addPendingHandoff(full, `e${i}`, `m${i}`);
+    }
+    assert.equal(pendingHandoffsFull(full, 'e-new'), true);
+    assert.equal(pendingHandoffsFull(full, 'e0'), false);
+    const replaced = addPendingHandoff(full, 'e0', 'm0-again');
+    assert.equal(replaced.PendingHandoffs.length, MAX_PENDING_HANDOFFS);
+    assert.deepEqual(replaced.PendingHandoffs[0], { EventId: 'e1', MessageId: 'm1' }, 'no entry of another event lost');
+    // An unreadable entry is dropped, not fatal.
     const damaged = decodeSessionState({ PendingHandoffs: [{ EventId: 'e0', MessageId: 'r' }, { EventId: 1 }, 'x'] });
     assert.deepEqual(damaged.PendingHandoffs, [{ EventId: 'e0', MessageId: 'r' }]);
     assert.deepEqual(decodeSessionState({ PendingHandoffs: 'oops' }).PendingHandoffs, []);
+  });
+
+  test('PendingHandoffs and ParkedBy across releases: the previous code shape keeps them, and its state reads here', () => {
+    // The previous release's schema is this one without the two keys (nothing else changed since): its reader, and
+    // its writer - parse, change what it knows, write the parse's output back (encodeSessionState).
+    const previous = sessionStateSchema.omit({ PendingHandoffs: true, ParkedBy: true });
+    const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+    const previousWrite = (raw: string, change: (s: Record<string, unknown>) => Record<string, unknown>) =>
+      JSON.stringify(previous.parse(change(previous.parse(JSON.parse(raw)))));
+
+    // Written now, with keys of a still newer version inside both (kept by this one as well).
+    const now = {
+      ...addPendingHandoff({ ...emptySessionState(), BlockedByEventId: 'e2', BlockedByMessageId: 'm2' }, 'e0', 'resub-1'),
+      ParkedBy: { MessageId: 'm5', SequenceNumber: '41', DeferralSequence: 3, Newer: 'p' },
+    };
+    now.PendingHandoffs = [{ ...now.PendingHandoffs[0]!, Newer: 'h' }];
+    const written = text(encodeSessionState(now));
+    // The previous release releases e2 and parks another message: it writes both keys back untouched.
+    const back = previousWrite(written, (s) => ({ ...s, BlockedByEventId: null, BlockedByMessageId: null, NextDeferralSequence: 4 }));
+    const read = decodeSessionState(back);
+    assert.deepEqual(read.PendingHandoffs, [{ EventId: 'e0', MessageId: 'resub-1', Newer: 'h' }]);
+    assert.deepEqual(read.ParkedBy, now.ParkedBy);
+    assert.equal(read.BlockedByEventId, null, "the previous release's own change is read");
+    assert.equal(read.NextDeferralSequence, 4);
+    // A state holding only these two is not empty to the previous release either: they are keys it does not know.
+    const only = text(encodeSessionState({ ...emptySessionState(), PendingHandoffs: [{ EventId: 'e0', MessageId: 'r' }] }));
+    assert.ok(Object.keys(previous.parse(JSON.parse(only))).includes('PendingHandoffs'));
+
+    // Written by the previous release (no such keys, one of a newer version's): defaults here, the unknown key kept
+    // through this version's own changes.
+    const old = JSON.stringify(previous.parse({ BlockedByEventId: 'e2', BlockedByMessageId: 'm2', Newer: 1 }));
+    const fromOld = decodeSessionState(old);
+    assert.deepEqual([fromOld.PendingHandoffs, fromOld.ParkedBy], [[], null]);
+    const settled = settlePendingHandoff(addPendingHandoff(addPendingHandoff(fromOld, 'e0', 'r0'), 'e1', 'r1'), 'e1');
+    assert.deepEqual(JSON.parse(text(encodeSessionState(settled))).Newer, 1);
+    assert.deepEqual(settled.PendingHandoffs, [{ EventId: 'e0', MessageId: 'r0' }]);
   });
 
   test('blocked and draining are distinct: draining = unblocked with parked messages not yet replayed', () => {

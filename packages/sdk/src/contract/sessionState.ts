@@ -162,11 +162,21 @@ function rememberReleased(
 }
 
 /**
- * How many handoffs pending outside the block the session state remembers. Each is two ids (about 200 bytes at
- * most); past the bound the oldest is forgotten, and its settlement is refused as before the list existed. Reaching
- * it takes that many events of one session resubmitted and handed off while the session stays blocked.
+ * How many handoffs pending outside the block the session state records. Each is two ids (about 200 bytes at most).
+ * Reaching it takes that many events of one session resubmitted and handed off while the session stays blocked; one
+ * more is not recorded (pendingHandoffsFull) and the subscriber dead-letters its resubmission with a reason the
+ * operator sees. Forgetting the oldest instead, as once, lost that handoff silently: its row stayed Pending (Handoff)
+ * and its completion was refused.
  */
 export const MAX_PENDING_HANDOFFS = 64;
+
+/**
+ * Whether a handoff of event `eventId` cannot be recorded beside the block: the list is at its bound and holds no
+ * entry of the event to replace.
+ */
+export function pendingHandoffsFull(state: SessionState, eventId: string): boolean {
+  return state.PendingHandoffs.length >= MAX_PENDING_HANDOFFS && pendingHandoffOf(state, eventId) === undefined;
+}
 
 /** The handoff of event `eventId` pending outside the block, if any. */
 export function pendingHandoffOf(state: SessionState, eventId: string): Delivery | undefined {
@@ -176,17 +186,15 @@ export function pendingHandoffOf(state: SessionState, eventId: string): Delivery
 /**
  * The state with the delivery `messageId` of event `eventId` recorded as its handoff pending outside the block. An
  * earlier handoff of the event pending there is replaced, and remembered as over (ReleasedBlocks), as a block
- * replaced by a later handoff of its event is.
+ * replaced by a later handoff of its event is. Nothing is dropped to make room: the caller checks
+ * pendingHandoffsFull first.
  */
 export function addPendingHandoff(state: SessionState, eventId: string, messageId: string): SessionState {
   const earlier = pendingHandoffOf(state, eventId);
   const base =
     earlier && earlier.MessageId !== messageId ? rememberReleased(state, eventId, earlier.MessageId) : state;
   const others = base.PendingHandoffs.filter((h) => h.EventId !== eventId);
-  return {
-    ...base,
-    PendingHandoffs: [...others, { EventId: eventId, MessageId: messageId }].slice(-MAX_PENDING_HANDOFFS),
-  };
+  return { ...base, PendingHandoffs: [...others, { EventId: eventId, MessageId: messageId }] };
 }
 
 /**
