@@ -434,7 +434,7 @@ function buildStatusRow(
     from: w.from,
     to: w.to,
     enqueuedAt: w.enqueuedAt,
-    requestMessageId: w.payload !== undefined ? w.messageId : (existing?.requestMessageId ?? null),
+    requestMessageId: w.payload !== undefined ? (w.requestMessageId ?? w.messageId) : (existing?.requestMessageId ?? null),
     payload: w.payload !== undefined ? w.payload : existing?.payload,
     errorText: w.errorText,
     errorType: w.errorType,
