@@ -180,6 +180,11 @@ export const historyEntrySchema = historyWriteSchema.extend({
   eventId: z.string(),
   messageId: z.string(),
   recordedAt: isoSchema,
+  /**
+   * A random id of the create that wrote the entry (MessageStore.recordHistory): a create answered 409 reads the entry
+   * and tells its own earlier attempt, whose answer was lost, from another call's entry. Absent on older entries.
+   */
+  createToken: z.string().optional().catch(undefined),
 });
 export type HistoryEntry = z.output<typeof historyEntrySchema>;
 
