@@ -29,7 +29,7 @@ import type { OutcomeRecorder } from './outcomeMetrics.ts';
 import { limiter } from '../lib/concurrency/limiter.ts';
 import { sleep } from '../lib/concurrency/sleep.ts';
 import { endpointOf, isHistoryOnly, isRequestType, project, TRUNCATED } from './project.ts';
-import { deliveredPayload } from './deliveredPayload.ts';
+import { deliveredPayload } from '../lib/store/deliveredPayload.ts';
 import { readResolverMessage, type ResolverMessage } from './read.ts';
 import { STOPPED, untilStopped } from './untilStopped.ts';
 import { processContextOf, withInternalSpan } from '@nimbus/sdk';

@@ -1,12 +1,16 @@
 // The payload an event's row should show once a command that never reached the handler is undone: the body of the
 // request that was last delivered, found from the outcome the row is put back to. A refused command (the subscriber's
-// CommandRefused notice) is undone by the Resolver's restore (resolve.ts, restoreAfterRefusal); when the command was an
+// CommandRefused notice) is undone by the Resolver's restore (resolver-worker/resolve.ts, restoreAfterRefusal); when the command was an
 // edited resubmission, the Manager's claim and the Resolver's record of the command both wrote the edit as the row's
 // payload, and a restore that wrote only the outcome's fields left the edit there, as if it had been sent. The edit
 // belongs to the command's own history entry (and its receipt); the row keeps what the handler last got.
-import { isRequestType, SELF, type MessageType as MessageTypeT } from '@nimbus/sdk/contract';
-import type { HistoryEntry, MessageStore } from '../lib/store/index.ts';
-import { settlesHandoff } from './project.ts';
+// Shared by the Resolver's restore and Reconcile's restore of a command's row (server/reconcile/stuck.ts).
+import { isRequestType, MessageType, SELF, type MessageType as MessageTypeT } from '@nimbus/sdk/contract';
+import type { HistoryEntry } from './schemas.ts';
+import type { MessageStore } from './store.ts';
+
+/** A handoff settlement command: its body is the settlement's content, not the event (resolver-worker/project.ts). */
+const settlesHandoff = (type: MessageTypeT) => type === MessageType.HandoffCompletedRequest || type === MessageType.HandoffFailedRequest;
 
 export interface DeliveredPayload {
   payload: unknown;
