@@ -29,6 +29,7 @@ import type { OutcomeRecorder } from './outcomeMetrics.ts';
 import { limiter } from '../lib/concurrency/limiter.ts';
 import { sleep } from '../lib/concurrency/sleep.ts';
 import { endpointOf, isHistoryOnly, isRequestType, project, TRUNCATED } from './project.ts';
+import { deliveredPayload } from '../lib/store/deliveredPayload.ts';
 import { readResolverMessage, type ResolverMessage } from './read.ts';
 import { STOPPED, untilStopped } from './untilStopped.ts';
 import { processContextOf, withInternalSpan } from '@nimbus/sdk';
@@ -564,6 +565,10 @@ async function restoreAfterRefusal(
   const { items } = await ctx.store.listSessionResponses(m.eventId, endpointId, sessionId, 3);
   const previous = items.find((h) => h.messageId !== refusedId && h.messageId !== m.messageId);
   if (previous === undefined) return undefined;
+  // The row's payload came from the refused command (an edited resubmission: its claim, or its record): put back the
+  // body last delivered, with the request that carried it, or the edit stays on the row as if it had been sent.
+  // Before, only the outcome's fields were written (restoredPayload.test.ts).
+  const delivered = row.requestMessageId === refusedId ? await deliveredPayload(ctx.store, previous) : undefined;
   const result = await ctx.store.writeStatus(
     {
       endpointId,
@@ -586,6 +591,7 @@ async function restoreAfterRefusal(
       handoffReason: previous.handoffReason,
       externalJobId: previous.externalJobId,
       expectedBy: previous.expectedBy,
+      ...(delivered ? { payload: delivered.payload, requestMessageId: delivered.requestMessageId } : {}),
     },
     { lastMessageId: refusedId },
   );

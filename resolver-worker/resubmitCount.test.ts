@@ -146,3 +146,28 @@ test("a resubmit whose row write failed after its history landed, refused on its
   assert.equal(total(series, 'resubmitted'), 1, 'counted once (0 before)');
   assert.equal(total(series, 'failed'), 1);
 });
+
+test('a failure whose history create landed but whose answer was lost is counted once, on its retry; a copy adds none', async () => {
+  // The history create of E reaches the server and is applied, but the store is answered 503 instead (the fault
+  // proxy's afterForward: a reply lost): the call fails, and E's retry (the SDK's, or the redelivery) meets its own
+  // entry with a 409. On the code before, that retry reported the entry as already recorded, so no call counted the
+  // failure (failed 0). Then a copy of E: a genuine duplicate, refused by the guard and not counted again.
+  const started = Date.now();
+  const ep = uniq('crm');
+  const ev = uniq('e');
+  const req = await h.send({ type: T.EventRequest, eventId: ev, to: ep, from: 'shop' });
+  await h.settledOk(req.messageId);
+  const isHistoryCreate = (r: { method: string; path: string; query: boolean }) => r.method === 'POST' && r.path.includes('/colls/history/') && !r.query;
+  const injectedBefore = proxy.injected;
+  proxy.inject({ status: 503, afterForward: true, times: 1, match: isHistoryCreate });
+  const failure = await h.send({ type: T.ErrorResponse, eventId: ev, from: ep, to: Address.Resolver, parentMessageId: req.messageId, body: errorBody('boom') });
+  await eventually(() => (kinds(failure.messageId).includes('written') ? true : undefined), 'the failure written', 40_000);
+  assert.equal(proxy.injected - injectedBefore, 1, 'the answer of the create was lost');
+  proxy.clear();
+  assert.equal((await h.store.getStatusRow(ep, ev, 's-1'))?.status, 'Failed');
+  const before = kinds(failure.messageId).length;
+  await h.send({ type: T.ErrorResponse, messageId: failure.messageId, eventId: ev, from: ep, to: Address.Resolver, parentMessageId: req.messageId, body: errorBody('boom') });
+  await h.settledOf(failure.messageId, before + 1);
+  const series = await seriesAfterMarker(ep, started, 0);
+  assert.equal(total(series, 'failed'), 1, 'counted once: not lost with the answer (0 before), not again for the copy');
+});

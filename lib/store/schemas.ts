@@ -37,6 +37,12 @@ export const statusWriteSchema = z.object({
   enqueuedAt: isoSchema.nullable().default(null),
   /** The request's event body (JSON); only requests carry it. Absent keeps the row's stored payload. */
   payload: z.unknown().optional(),
+  /**
+   * With `payload`: the request whose body it is, when that is not this message (the Resolver's restore after a
+   * refused command puts back the payload last delivered, under the notice's id; the row must still name the request
+   * that carried it, whose history entry says whether it is raw text that did not parse). Default: this message.
+   */
+  requestMessageId: idSchema.optional(),
   errorText: optText,
   errorType: z.string().max(1024).nullable().default(null),
   deadLetterReason: z.string().max(4096).nullable().default(null),
@@ -174,6 +180,11 @@ export const historyEntrySchema = historyWriteSchema.extend({
   eventId: z.string(),
   messageId: z.string(),
   recordedAt: isoSchema,
+  /**
+   * A random id of the create that wrote the entry (MessageStore.recordHistory): a create answered 409 reads the entry
+   * and tells its own earlier attempt, whose answer was lost, from another call's entry. Absent on older entries.
+   */
+  createToken: z.string().optional().catch(undefined),
 });
 export type HistoryEntry = z.output<typeof historyEntrySchema>;
 

@@ -117,6 +117,8 @@ const MAX_WRITE_ATTEMPTS = 10;
 
 /** Rows whose last write's outcome is unknown, remembered at most (oldest forgotten first: a recount repairs). */
 const MAX_IN_DOUBT = 10_000;
+/** History creates in doubt remembered at most (#createHistory). */
+const MAX_HISTORY_IN_DOUBT = 10_000;
 
 /**
  * Writes in doubt settled per pass: their rows read in one bulk request (Cosmos' bulk limit). The ones that landed
@@ -434,7 +436,7 @@ function buildStatusRow(
     from: w.from,
     to: w.to,
     enqueuedAt: w.enqueuedAt,
-    requestMessageId: w.payload !== undefined ? w.messageId : (existing?.requestMessageId ?? null),
+    requestMessageId: w.payload !== undefined ? (w.requestMessageId ?? w.messageId) : (existing?.requestMessageId ?? null),
     payload: w.payload !== undefined ? w.payload : existing?.payload,
     errorText: w.errorText,
     errorType: w.errorType,
@@ -514,6 +516,8 @@ export class MessageStore {
   readonly #counterBuffer: CounterBuffer | undefined;
   /** Per row (cache key), a write whose outcome is unknown: see InDoubtWrite. Oldest first. */
   readonly #inDoubt = new Map<string, InDoubtWrite>();
+  /** Per history entry (event + id), the token of this store's create of it whose answer was lost: see #createHistory. */
+  readonly #historyInDoubt = new Map<string, string>();
   readonly #settleIntervalMs: number;
   #settleTimer: NodeJS.Timeout | undefined;
   /** The last settle pass started (they run one at a time, each after the one before). */
@@ -989,14 +993,15 @@ export class MessageStore {
   /**
    * History entries of one event in one transactional batch of creates. If the batch fails for any reason (an
    * entry already recorded by a redelivered copy fails it as a whole on Cosmos DB), the entries are recorded one by
-   * one instead, each idempotent as in recordHistory. (The embedded server's batches are not atomic: there, entries
-   * the failed batch did create are then reported as already recorded.)
+   * one instead, each idempotent as in recordHistory, with the same entries and create tokens: an entry the failed batch
+   * did create (the embedded server's batches are not atomic; a batch whose answer was lost) is reported as recorded
+   * by this call (#createHistory), where it used to be reported as already recorded.
    */
   async #recordHistoryBatch(inputs: HistoryWrite[]): Promise<Array<{ recorded: boolean; entry: HistoryEntry }>> {
     const recordedAt = this.#iso();
     const entries = inputs.map((input): HistoryEntry => {
       const w = parseInput(historyWriteSchema, input, 'history entry');
-      return { ...w, id: docId(w.messageId), recordedAt };
+      return { ...w, id: docId(w.messageId), recordedAt, createToken: randomUUID() };
     });
     const eventId = entries[0]!.eventId; // one event: recordOutcomes checked that every entry is about one row
     // A batch may not create one id twice (two copies of a message in one receive): one by one instead.
@@ -1018,8 +1023,10 @@ export class MessageStore {
       // recorded one by one below, where a real failure surfaces again with its status and is classified.
     }
     if (allCreated) return entries.map((entry) => ({ recorded: true, entry }));
+    // The same entries, tokens included: one the failed batch did create (the embedded server's batches are not
+    // atomic; a batch whose answer was lost) is then reported as recorded by this call, not as a copy's.
     const one = [];
-    for (const input of inputs) one.push(await this.recordHistory(input));
+    for (const entry of entries) one.push(await this.#createHistory(entry));
     return one;
   }
 
@@ -1800,15 +1807,42 @@ export class MessageStore {
    */
   async recordHistory(input: HistoryWrite): Promise<{ recorded: boolean; entry: HistoryEntry }> {
     const w = parseInput(historyWriteSchema, input, 'history entry');
-    const entry: HistoryEntry = { ...w, id: docId(w.messageId), recordedAt: this.#iso() };
+    return this.#createHistory({ ...w, id: docId(w.messageId), recordedAt: this.#iso(), createToken: randomUUID() });
+  }
+
+  /**
+   * Creates one history entry; `recorded` says whether this store created it. A 409 is not always someone else's
+   * entry: a create whose answer was lost (a time-out, a reset, a 5xx after the server applied it) landed, and the
+   * message's retry then meets its own entry. Before, that retry reported it as already recorded, and the outcomes
+   * counted by the call that creates their entry (a failure, a console command: resolver-worker/outcomeMetrics.ts)
+   * were counted by no call. The entry carries this create's token; a 409 reads the entry and reports it recorded
+   * when the token is this call's (the SDK's own retry, a batch that landed before failing) or that of a create of
+   * this store left in doubt (#historyInDoubt): counted once, on the retry. A genuine copy finds another token.
+   */
+  async #createHistory(entry: HistoryEntry): Promise<{ recorded: boolean; entry: HistoryEntry }> {
+    const key = `${entry.eventId}\u0000${entry.id}`;
     try {
       await this.#c.history.items.create(entry);
+      this.#historyInDoubt.delete(key);
       return { recorded: true, entry };
     } catch (err) {
-      if (cosmosStatus(err) !== 409) rethrowCosmos(err, 'history write');
+      if (cosmosStatus(err) !== 409) {
+        if (outcomeUnknown(err) && entry.createToken !== undefined) this.#rememberHistoryInDoubt(key, entry.createToken);
+        rethrowCosmos(err, 'history write');
+      }
     }
-    const existing = await this.getHistory(w.eventId, w.messageId);
-    return { recorded: false, entry: existing ?? entry };
+    const existing = await this.getHistory(entry.eventId, entry.messageId);
+    const token = existing?.createToken;
+    const mine = token !== undefined && (token === entry.createToken || token === this.#historyInDoubt.get(key));
+    this.#historyInDoubt.delete(key);
+    return { recorded: mine, entry: existing ?? entry };
+  }
+
+  /** Remembers a history create left in doubt; the oldest is let go past MAX_HISTORY_IN_DOUBT (its count is lost). */
+  #rememberHistoryInDoubt(key: string, token: string): void {
+    this.#historyInDoubt.delete(key);
+    this.#historyInDoubt.set(key, token);
+    if (this.#historyInDoubt.size > MAX_HISTORY_IN_DOUBT) this.#historyInDoubt.delete(this.#historyInDoubt.keys().next().value!);
   }
 
   /**

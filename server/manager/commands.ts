@@ -50,8 +50,11 @@ export function commandMessageId(
   const h = createHash('sha256')
     .update(JSON.stringify([type, row.endpointId, row.eventId, row.sessionId, answeredMessageId]))
     .digest('hex');
-  return `mgr-${h.slice(0, 40)}`;
+  return `${COMMAND_ID_PREFIX}${h.slice(0, 40)}`;
 }
+
+/** Every Manager command's MessageId starts so (commandMessageId): a row's request named so was written by a command. */
+export const COMMAND_ID_PREFIX = 'mgr-';
 
 /** The message id a command answers: the one that put the row in its current state. */
 export function originatingOf(row: StatusRow, answeredMessageId: string): string {

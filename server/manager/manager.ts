@@ -25,15 +25,16 @@
 // claim may also be a send still in progress in another replica, so it is re-sent only when this process saw its
 // send fail, or when the claim is older than CLAIM_GRACE_MS; otherwise the repeat is refused (409, try again shortly).
 import type { ServiceBusClient, ServiceBusMessageBatch, ServiceBusSender } from '@azure/service-bus';
-import { MessageType, PendingSubStatus, ResolutionStatus, Topic } from '@nimbus/sdk/contract';
-import type { ResolutionStatus as ResolutionStatusT } from '@nimbus/sdk/contract';
+import { isRequestType, MessageType, PendingSubStatus, ResolutionStatus, Topic } from '@nimbus/sdk/contract';
+import type { MessageType as MessageTypeT, ResolutionStatus as ResolutionStatusT } from '@nimbus/sdk/contract';
+import { isDeepStrictEqual } from 'node:util';
 import { AuditType, EVENT_ROWS_LIMIT, type AuditWrite, type EventRows, type EventSessions, type HistoryEntry, type MessageStore, type RowExpectation, type Settled, type StatusRow, type StatusWrite } from '../../lib/store/index.ts';
 import { eventHistory } from '../reconcile/history.ts';
 import { inHistoryOrder } from '../historyOrder.ts';
 import { sendCertainlyRefused } from '../subscriptions/sendOutcome.ts';
 import { conflict, HttpError, notFound } from '../http.ts';
 import { log } from '../log.ts';
-import { auditorFields, buildCommand, commandMessageId, commandType, handedOffBy, originatingOf, type Auditor, type BuiltCommand, type CommandSpec } from './commands.ts';
+import { auditorFields, buildCommand, COMMAND_ID_PREFIX, commandMessageId, commandType, handedOffBy, originatingOf, type Auditor, type BuiltCommand, type CommandSpec } from './commands.ts';
 import { withSendSpan } from '@nimbus/sdk';
 import { limiter, type Limiter } from '../../lib/concurrency/limiter.ts';
 import { claimWasEdited, commandRecorded, type Asker, handoffMismatch, recordedHandoff, resubmitMismatch, rowSaysEdited, storedBeforeClaim, type StoredRequest } from './repeatConflict.ts';
@@ -233,9 +234,8 @@ export class Manager {
         if (payload === undefined || payload === null)
           throw conflict('the event has no stored payload to resubmit; resubmit it with an edited payload');
         if (!spec.edited) {
-          const problem = await this.#unparsedPayload(row);
-          if (problem !== undefined)
-            throw conflict(`the event's stored payload did not parse (${problem}): it is kept as raw text for repair, not as the event; resubmit it with an edited payload`);
+          const notEvent = await this.#storedPayloadNotEvent(row);
+          if (notEvent !== undefined) throw conflict(notEvent);
         }
         if (!eventTypeId) throw conflict('the event has no event type; resubmit it with an edited payload and event type');
       }
@@ -332,8 +332,9 @@ export class Manager {
       // damaged or past the rows limit, which #execute refuses to act around (409) rather than send a second command.
       if (!row || counts[i] !== 1 || this.#isClaimBy(type, spec, row) || refusal(spec, row) !== undefined) return alone.push(k);
       const payload = spec.kind === 'resubmit' ? row.payload : undefined;
-      // A string payload may be the raw text of one that did not parse: #execute asks the history, and refuses it.
-      if (spec.kind === 'resubmit' && (payload === undefined || payload === null || typeof payload === 'string' || !row.eventTypeId)) return alone.push(k);
+      // A string payload may be the raw text of one that did not parse, and a payload a command wrote may be a handoff
+      // settlement's content or carried on from either: #execute asks the history (#storedPayloadNotEvent), and refuses it.
+      if (spec.kind === 'resubmit' && (payload === undefined || payload === null || typeof payload === 'string' || writtenByCommand(row) || !row.eventTypeId)) return alone.push(k);
       // Built before the claim (as in #execute): a command that cannot be built fails alone and claims nothing.
       let built: BuiltCommand;
       try {
@@ -465,18 +466,42 @@ export class Manager {
   }
 
   /**
-   * Why the row's stored payload is not the event but the raw text of an EventJson that did not parse (malformed, or
-   * nested too deep), kept so an operator can repair it (resolver-worker/project.ts); undefined when it is the event.
-   * The row does not say so itself: the request that wrote the payload (requestMessageId) has the problem recorded on
-   * its history entry (ResolverPayloadProblem), found by a point read. Only a string payload is asked about: a
-   * payload that parsed to a string ('"done"') is a real event, and its entry records no problem. Sent as is, the raw
-   * text would reach the handler as a JSON string instead of the object it was meant to be.
+   * Why the row's stored payload is not the event and must not be resubmitted as it is (undefined when it is the
+   * event), as the 409's detail. Two cases, both told by the history entry of the request that wrote the payload
+   * (requestMessageId, a point read), never by the payload's shape:
+   * - raw text of an EventJson that did not parse (malformed, or nested too deep), kept so an operator can repair it
+   *   (resolver-worker/project.ts records ResolverPayloadProblem on that entry). Sent as is, the handler would get a
+   *   JSON string instead of the object. Only a string payload is asked about: one that parsed to a string ('"done"')
+   *   is a real event, and its entry records no problem.
+   * - a handoff settlement's content ({ note, completedBy } or the external result): an older Resolver (before
+   *   fc42eea) wrote a HandoffCompletedRequest's content as the row's payload, and a refused completion left it there.
+   * The marker must survive a rewrite of the row that keeps the same payload: a plain Resubmit sent before the raw-text
+   * refusal (32d5218), or before the settlement fix, carried the payload on under its own id, whose entry records no
+   * problem. So when the entry is a resubmission, its payload is followed back through the session's history (every
+   * page: the history's order) while the entry before it that carried a payload carried the same one, and the first
+   * of that run decides. Asked only for a string payload or one a Manager command wrote (COMMAND_ID_PREFIX): a
+   * publisher's own request that parsed is the event, with no read at all.
    */
-  async #unparsedPayload(row: StatusRow): Promise<string | undefined> {
-    if (typeof row.payload !== 'string' || !row.requestMessageId) return undefined;
+  async #storedPayloadNotEvent(row: StatusRow): Promise<string | undefined> {
+    if (!row.requestMessageId || (typeof row.payload !== 'string' && !writtenByCommand(row))) return undefined;
     const entry = await this.#store.getHistory(row.eventId, row.requestMessageId);
-    const problem = entry?.properties?.[RESOLVER_PAYLOAD_PROBLEM];
-    return problem === undefined || problem === null || problem === '' ? undefined : String(problem).slice(0, 300);
+    if (entry === null || entry.endpointId !== row.endpointId || entry.sessionId !== row.sessionId) return undefined;
+    let origin = entry;
+    if (entry.messageType === MessageType.ResubmissionRequest && payloadProblem(entry) === undefined) {
+      const session = inHistoryOrder((await eventHistory(this.#store, row.endpointId, row.eventId)).filter((h) => h.endpointId === row.endpointId && h.sessionId === row.sessionId));
+      for (let at = session.findIndex((h) => h.messageId === entry.messageId); at > 0 && origin.messageType === MessageType.ResubmissionRequest; ) {
+        const before = session.slice(0, at).findLastIndex((h) => h.payload !== undefined && isRequestType(h.messageType as MessageTypeT));
+        if (before < 0 || !isDeepStrictEqual(session[before]!.payload, origin.payload)) break;
+        origin = session[before]!;
+        at = before;
+      }
+    }
+    const problem = payloadProblem(origin);
+    if (problem !== undefined && typeof row.payload === 'string')
+      return `the event's stored payload did not parse (${problem}): it is kept as raw text for repair, not as the event; resubmit it with an edited payload`;
+    if (origin.messageType === MessageType.HandoffCompletedRequest || origin.messageType === MessageType.HandoffFailedRequest)
+      return `the event's stored payload is the content of the handoff settlement ${origin.messageId} (${origin.messageType}), not the event: an older Resolver stored it there; resubmit it with an edited payload - the event's original payload is on its request in the event's history`;
+    return undefined;
   }
 
   /** Is `row` already claimed by this command (a repeated click, a retry by a script)? */
@@ -689,6 +714,15 @@ export class Manager {
 
 }
 
+
+/** Whether the row's payload was written by a Manager command (a resubmission or, by an older Resolver, a handoff settlement). */
+const writtenByCommand = (row: StatusRow): boolean => row.requestMessageId?.startsWith(COMMAND_ID_PREFIX) ?? false;
+
+/** The raw-text marker the Resolver recorded on a request's entry (resolver-worker/project.ts), or undefined. */
+function payloadProblem(entry: HistoryEntry): string | undefined {
+  const problem = entry.properties?.[RESOLVER_PAYLOAD_PROBLEM];
+  return problem === undefined || problem === null || problem === '' ? undefined : String(problem).slice(0, 300);
+}
 
 /** Why an event's rows cannot be acted on as read (undefined when the set is whole). */
 export function incompleteRows(eventId: string, corrupt: EventRows['corrupt'], truncated: boolean): string | undefined {

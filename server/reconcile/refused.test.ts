@@ -333,3 +333,26 @@ test('a parked resubmission whose replayed copy was answered is stale, not parke
   const found = await listed(eventId);
   assert.deepEqual([found.kinds, found.stale[0]?.evidence.messageId], [['stale:later-response'], answer.messageId]);
 });
+
+test('an edited resubmission refused with its restore lost: the restore puts back the payload last delivered, not the edit', async () => {
+  const eventId = uniq('edited');
+  const request = entry(msg(MessageType.EventRequest, { endpointId, eventId, to: endpointId, payload: { orderId: 'E-1', total: 10 } }));
+  await f.store.recordOutcome({ history: request, status: request });
+  const failure = entry(msg(MessageType.ErrorResponse, { endpointId, eventId, from: endpointId, to: 'Resolver', parentMessageId: request.messageId, errorText: 'boom' }));
+  await f.store.recordOutcome({ history: failure, status: failure });
+  const row = (await f.store.getStatusRow(endpointId, eventId, 's-1'))!;
+  const edited = { orderId: 'E-1', total: 12 };
+  // The claim as the Manager writes it for an edited resubmission (the edit as the row's payload), and its record.
+  const commandId = commandMessageId(MessageType.ResubmissionRequest, row, row.lastMessageId);
+  const command = { endpointId, eventId, sessionId: 's-1', messageId: commandId, messageType: MessageType.ResubmissionRequest, eventTypeId: 'OrderPlaced', parentMessageId: row.lastMessageId, from: Topic.Manager, to: endpointId, enqueuedAt: new Date().toISOString(), payload: edited };
+  const claimed = await f.store.writeStatus(command, claimExpectation(row));
+  assert.ok(claimed.outcome === 'written');
+  await f.store.recordHistory(command);
+  await f.store.recordHistory(entry(msg(MessageType.ErrorResponse, { endpointId, eventId, parentMessageId: commandId, from: endpointId, to: 'Resolver', deadLetterReason: 'CommandRefused', deadLetterErrorDescription: 'ResubmissionRequest refused' })));
+  const result = await repair(claimed.row, 'refused');
+  assert.equal(result.outcome, 'repaired', result.reason);
+  const after = await f.store.getStatusRow(endpointId, eventId, 's-1');
+  assert.equal(after?.status, 'Failed');
+  // Before, the row was put back to Failed with the refused edit as its payload.
+  assert.deepEqual([after?.payload, after?.requestMessageId], [{ orderId: 'E-1', total: 10 }, request.messageId]);
+});

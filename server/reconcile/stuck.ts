@@ -33,6 +33,7 @@ import {
   type MessageType as MessageTypeT,
 } from '@nimbus/sdk/contract';
 import { AuditType, type HistoryEntry, type MessageStore, type StatusRow, type StatusRowSummary } from '../../lib/store/index.ts';
+import { deliveredPayload } from '../../lib/store/deliveredPayload.ts';
 import { log } from '../log.ts';
 import { CLAIM_GRACE_MS, type Manager } from '../manager/manager.ts';
 import { commandMessageId, type CommandType } from '../manager/commands.ts';
@@ -487,7 +488,15 @@ export async function applyStuckRepairs(
         // id and status, and landing between the check above and this write it must not be taken for the claim and
         // put back (a Resubmit would then send the same command again; restoreRace.test.ts). An older writer's
         // version (no flag) matches as before.
-        const written = await store.restoreStatusRow(rowFromEntry(row, previous), { status: ResolutionStatus.Pending, lastMessageId: row.lastMessageId, conditional: row.conditional });
+        const restored = rowFromEntry(row, previous);
+        // The row's payload came from the command being undone (an edited resubmission's claim or record): put back
+        // the body last delivered, as the Resolver's restore after a refusal does, or the edit stays on the row as if
+        // it had been sent (refused.test.ts, "an edited resubmission ...").
+        if (row.requestMessageId === row.lastMessageId) {
+          const delivered = await deliveredPayload(store, previous);
+          if (delivered) Object.assign(restored, delivered);
+        }
+        const written = await store.restoreStatusRow(restored, { status: ResolutionStatus.Pending, lastMessageId: row.lastMessageId, conditional: row.conditional });
         if (written.outcome === 'ignored') {
           unchanged('the row changed while it was being restored');
           continue;

@@ -1,0 +1,42 @@
+// The payload an event's row should show once a command that never reached the handler is undone: the body of the
+// request that was last delivered, found from the outcome the row is put back to. A refused command (the subscriber's
+// CommandRefused notice) is undone by the Resolver's restore (resolver-worker/resolve.ts, restoreAfterRefusal); when the command was an
+// edited resubmission, the Manager's claim and the Resolver's record of the command both wrote the edit as the row's
+// payload, and a restore that wrote only the outcome's fields left the edit there, as if it had been sent. The edit
+// belongs to the command's own history entry (and its receipt); the row keeps what the handler last got.
+// Shared by the Resolver's restore and Reconcile's restore of a command's row (server/reconcile/stuck.ts).
+import { isRequestType, MessageType, SELF, type MessageType as MessageTypeT } from '@nimbus/sdk/contract';
+import type { HistoryEntry } from './schemas.ts';
+import type { MessageStore } from './store.ts';
+
+/** A handoff settlement command: its body is the settlement's content, not the event (resolver-worker/project.ts). */
+const settlesHandoff = (type: MessageTypeT) => type === MessageType.HandoffCompletedRequest || type === MessageType.HandoffFailedRequest;
+
+export interface DeliveredPayload {
+  payload: unknown;
+  /** The request that carried it: its history entry says whether it is raw text that did not parse. */
+  requestMessageId: string;
+}
+
+/** Parent links followed at most: an outcome's parent is its request, a retry's its failure, then that request. */
+const MAX_STEPS = 8;
+
+/**
+ * The body of the request `outcome` answers: its parent, or that entry's parent when the parent carried no body (a
+ * retry, a continuation), on the same endpoint and session. Never a handoff settlement's content ({ note,
+ * completedBy } or the external result: not the event, resolver-worker/project.ts). Undefined when no such request is
+ * found within MAX_STEPS point reads: the caller then leaves the row's payload as it is.
+ */
+export async function deliveredPayload(store: Pick<MessageStore, 'getHistory'>, outcome: HistoryEntry): Promise<DeliveredPayload | undefined> {
+  let entry: HistoryEntry = outcome;
+  for (let step = 0; step < MAX_STEPS; step++) {
+    const type = entry.messageType as MessageTypeT;
+    if (entry !== outcome && entry.payload !== undefined && isRequestType(type) && !settlesHandoff(type)) return { payload: entry.payload, requestMessageId: entry.messageId };
+    const parent = entry.parentMessageId;
+    if (parent == null || parent === '' || parent === SELF) return undefined;
+    const next = await store.getHistory(entry.eventId, parent);
+    if (next === null || next.endpointId !== outcome.endpointId || next.sessionId !== outcome.sessionId) return undefined;
+    entry = next;
+  }
+  return undefined;
+}
