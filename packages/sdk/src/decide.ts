@@ -23,6 +23,7 @@ import {
 } from './contract/index.ts';
 import type { ReleaseAnswer, SessionState } from './contract/index.ts';
 import type { FailureDisposition } from './dispositions.ts';
+import { attemptOf } from './deliveryBudget.ts';
 import type { Effect, Settlement } from './effects.ts';
 import { errorMessage, errorTypeName } from './errors.ts';
 import type { InboundMessage } from './inbound.ts';
@@ -733,8 +734,16 @@ function duplicate(m: InboundMessage, state: SessionState, env: DecisionEnv): Se
     // the entry stayed for ever: a late completion of the superseded handoff was answered Completed, and the entry
     // kept one of the MAX_PENDING_HANDOFFS places. (A retry's success never settles such an entry: only a blocking
     // retry runs.)
+    // Only a redelivery does so: the message whose success the inbox recorded, come back because its settlement
+    // stopped. A first delivery that is a duplicate is another copy of an older resubmission (a console dead-letter
+    // replay keeps the MessageId, a Manager re-send derives the same one) that may arrive after a later resubmission
+    // of the event handed off again; the entry is then that later handoff's, and settling it refused the live job's
+    // completion. The entry cannot say which it is: it holds the id of the delivery that handed off, never the
+    // duplicate's own (a success is not a handoff), so the delivery count is what tells them apart.
     const next =
-      m.messageType === MessageType.ResubmissionRequest ? settlePendingHandoff(state, eventKey(m)) : state;
+      m.messageType === MessageType.ResubmissionRequest && attemptOf(m.deliveryCount) > 1
+        ? settlePendingHandoff(state, eventKey(m))
+        : state;
     if (next !== state) effects.push(setState(next));
     effects.push(...drain(m, next));
   }

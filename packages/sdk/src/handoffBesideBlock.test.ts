@@ -350,7 +350,8 @@ describe('an inbox duplicate of a resubmission and the handoff pending beside th
   test('decision: the duplicate ends the entry its first delivery would have ended', () => {
     const pending = handedOffBesideBlock();
     const e = env();
-    const r = route(resubmission('e0', 'resub-2'), pending, e, { duplicate: true });
+    // The redelivery of resub-2 (its first delivery succeeded; the state write did not happen).
+    const r = route({ ...resubmission('e0', 'resub-2'), deliveryCount: 1 }, pending, e, { duplicate: true });
     assert.ok(r.kind === 'settle');
     const dup = r.settlement;
     assert.deepEqual(shape(dup.effects), ['state blocked=e2', 'send SkipResponse', 'complete']);
@@ -363,7 +364,7 @@ describe('an inbox duplicate of a resubmission and the handoff pending beside th
     assert.deepEqual(shape(run(completion('e0', 'cmd-2'), after).effects), REFUSED);
     assert.deepEqual(shape(run(failure('e0', 'cmd-3', 'resub-1'), after).effects), REFUSED);
     // A duplicate resubmission of another event leaves the entry alone.
-    const other = route(resubmission('e7', 'resub-9'), pending, e, { duplicate: true });
+    const other = route({ ...resubmission('e7', 'resub-9'), deliveryCount: 1 }, pending, e, { duplicate: true });
     assert.ok(other.kind === 'settle' && !other.settlement.effects.some((f) => f.kind === 'setState'));
   });
 
@@ -452,5 +453,59 @@ describe('the handoffs pending beside the block at their bound', () => {
     const roomy = written(run(command('SkipRequest', 'e100', 'skip-e100'), state), state);
     const added = run(resubmission('e0', 'resub-x'), roomy, handoff);
     assert.deepEqual(shape(added.effects), ['send PendingHandoffResponse', 'state blocked=e2', 'complete']);
+  });
+});
+
+describe('a late copy of an older resubmission, after a later one handed off', () => {
+  // resub-A of e0 succeeded (the inbox records it); later the operator resubmitted e0 again and resub-B handed off
+  // (job 2) beside e2's block. Then a second copy of resub-A arrives with the same MessageId - a console dead-letter
+  // replay keeps it, a Manager re-send derives it - on its first delivery: an inbox duplicate. Before, it settled e0's
+  // entry as if it were the redelivery of a success whose state write had not happened, although the entry was job
+  // 2's, made after resub-A: job 2's completion was then refused (dead-lettered CommandRefused).
+  test("decision: a duplicate on its first delivery leaves the entry; only a redelivery ends it", () => {
+    const pending = handedOffBesideBlock();
+    const r = route(resubmission('e0', 'resub-0'), pending, env(), { duplicate: true });
+    assert.ok(r.kind === 'settle');
+    assert.deepEqual(shape(r.settlement.effects), ['send SkipResponse', 'complete']);
+  });
+
+  test("dispatcher with the inbox: the copy is answered DuplicateDetected and job 2's completion is still answered", async () => {
+    const outcomes = ['success', 'handoff'];
+    const d = new Dispatcher({
+      endpointId: 'billing',
+      inbox: new MemoryInboxStore(),
+      handlers: new HandlerRegistry().on('OrderPlaced', (_e, ctx) => {
+        if (outcomes.shift() === 'handoff') ctx.markPendingHandoff('DMF import', 'job-2');
+      }),
+    });
+    const signal = new AbortController().signal;
+    const port = new FakeDeliveryPort(blockedByE2);
+    const resub = (messageId: string) => ({
+      ...receivedCommand('ResubmissionRequest', 'e0', messageId, {}, eventBody('OrderPlaced', { n: 0 })),
+      deliveryCount: 0,
+    });
+    assert.equal(await d.dispatch(resub('resub-A'), port, signal), 'completed');
+    assert.equal(await d.dispatch(resub('resub-B'), port, signal), 'completed');
+    assert.deepEqual(port.state.PendingHandoffs, [{ EventId: 'e0', MessageId: 'resub-B' }]);
+
+    port.log = [];
+    assert.equal(await d.dispatch(resub('resub-A'), port, signal), 'completed');
+    // Before: ['setState', 'send SkipResponse', 'complete'], job 2's entry removed.
+    assert.deepEqual(port.log, ['send SkipResponse', 'complete']);
+    assert.deepEqual(port.state.PendingHandoffs, [{ EventId: 'e0', MessageId: 'resub-B' }]);
+    assert.equal(outcomes.length, 0, 'the handler ran once per resubmission, not for the copy');
+
+    port.log = [];
+    const done = receivedCommand(
+      'HandoffCompletedRequest',
+      'e0',
+      'cmd-2',
+      { HandedOffByMessageId: 'resub-B' },
+      encodeBody({ EventContent: { EventTypeId: 'OrderPlaced', EventJson: '{"imported":2}' } }),
+    );
+    // Before: 'deadLettered' (CommandRefused: no longer pending).
+    assert.equal(await d.dispatch(done, port, signal), 'completed');
+    assert.deepEqual(port.log, ['setState', 'send ResolutionResponse', 'complete']);
+    assert.deepEqual(port.state.PendingHandoffs, []);
   });
 });

@@ -22,11 +22,15 @@ interface LogLine {
 }
 
 /** A logger whose lines the test reads. */
-function capturedLogger() {
+function capturedLogger(onLine?: (line: LogLine) => void) {
   const lines: LogLine[] = [];
   const stream = new Writable({
     write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as LogLine);
+      for (const text of chunk.toString().split('\n').filter(Boolean)) {
+        const line = JSON.parse(text) as LogLine;
+        lines.push(line);
+        onLine?.(line);
+      }
       done();
     },
   });
@@ -690,6 +694,53 @@ describe('a local clock ahead of the broker by more than a lock', () => {
       const held = lines.filter((l) => /holding the session first/.test(l.msg));
       assert.equal(held.length, 1, 'the session was held before it was given back');
       assert.equal(held[0]!.holdMs, 20, 'the configured first hold (transientHold.initialMs)');
+      assert.deepEqual(broker.completed, []);
+      assert.deepEqual(broker.deadLettered, []);
+    } finally {
+      await h.stop();
+    }
+  });
+});
+
+describe('a transient outcome with lock renewal off and the lock expiry unreadable', () => {
+  test('the session is released without a hold: nothing renews the lock, so no back-off may outlast it', async () => {
+    // Renewal off, and the local clock ahead of the broker's by about a lock: the first lock reads under 1 s, so the
+    // horizon has no end. Before, the hold was then the whole back-off (240 s on the fourth delivery) while the lock,
+    // renewed by nobody, lapsed about 30 s after the accept and the session went to whoever asked.
+    const broker = fakeBroker({ deliveryCount: 3 });
+    broker.receiver.sessionLockedUntilUtc = new Date(Date.now() - 600_000 + 30_000);
+    let heldNow!: () => void;
+    const held = new Promise<void>((resolve) => (heldNow = resolve));
+    const { lines, logger } = capturedLogger((l) => {
+      if (/holding the session first/.test(l.msg)) heldNow();
+    });
+    let delivered!: (r: DeliveryResult) => void;
+    const delivery = new Promise<DeliveryResult>((resolve) => (delivered = resolve));
+    const h = new SubscriberHost({
+      client: broker.client,
+      endpointId: 'billing',
+      handlers: new HandlerRegistry().on('OrderPlaced', () => {
+        throw new TransientError('inventory store unavailable');
+      }),
+      sessionConnection: 'shared',
+      checkEntities: false,
+      deferredProcessor: false,
+      maxConcurrentSessions: 1,
+      operationTimeoutMs: 50,
+      maxAutoLockRenewalDurationInMs: 0,
+      logger,
+      onDelivery: (r) => delivered(r),
+    });
+    await h.start();
+    try {
+      assert.equal(await delivery, 'transient');
+      // Whichever comes first: the session given back, or a hold begun (before: a hold of the full back-off).
+      const first = await Promise.race([broker.released.then(() => 'released'), held.then(() => 'held')]);
+      assert.equal(first, 'released');
+      assert.equal(lines.filter((l) => /holding the session first/.test(l.msg)).length, 0);
+      const said = lines.filter((l) => /released without a hold/.test(l.msg));
+      assert.equal(said.length, 1);
+      assert.equal(said[0]!.backoffMs, 240_000, 'the back-off it did not hold: 30 s doubled three times');
       assert.deepEqual(broker.completed, []);
       assert.deepEqual(broker.deadLettered, []);
     } finally {

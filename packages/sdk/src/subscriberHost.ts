@@ -629,7 +629,20 @@ export class SubscriberHost implements AsyncDisposable {
     // back and a short outage spent its delivery budget in seconds.
     if (lock.lost() !== undefined) return;
     const backoffMs = transientHoldMs(deliveryCount, lockMs, this.options.transientHold);
-    const holdMs = Math.max(0, Math.min(backoffMs, horizon.end() - Date.now()));
+    // No end known (renewal off and the lock's expiry unreadable, the local clock skewed by about a lock or more):
+    // nothing renews the lock, so it lapses about one lock after the accept, whenever that is in our time, and a hold
+    // capped by nothing slept the whole back-off (up to 5 min) past it while the session went to whoever asked. The
+    // session is released at once instead, as the raw-expiry check did under this skew; the message comes back sooner
+    // than its back-off asked, never later than a lapsed lock would bring it.
+    const end = horizon.end();
+    if (!Number.isFinite(end)) {
+      this.log.info(
+        { endpointId: this.options.endpointId, sessionId: receiver.sessionId, deliveryCount, backoffMs },
+        'delivery left for redelivery: session released without a hold (renewal off, lock expiry unreadable)',
+      );
+      return;
+    }
+    const holdMs = Math.max(0, Math.min(backoffMs, end - Date.now()));
     this.log.info(
       { endpointId: this.options.endpointId, sessionId: receiver.sessionId, deliveryCount, holdMs, backoffMs },
       'delivery left for redelivery: holding the session first',
