@@ -29,6 +29,7 @@ import { msg } from '../../lib/store/testing/fixtures.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { PlatformDocs } from '../heartbeat/platformDocs.ts';
 import { claimExpectation, claimWrite, Manager } from '../manager/manager.ts';
+import { HttpError } from '../http.ts';
 import { log, setConsoleLogSink } from '../log.ts';
 import { JobStore, type Job } from './jobs.ts';
 import { LEASE_TTL_MS, OperationsRunner } from './runner.ts';
@@ -1608,5 +1609,59 @@ test('a run whose final write is refused does not log the job completed', { time
     log.level = level;
     setConsoleLogSink(undefined);
     jobs.docs.close();
+  }
+});
+
+// Before, the write keeping a lot its lease ended in (keepUncounted) moved updatedAt and left runningMs where the last
+// progress save had put it: the view (runningMs plus the time since updatedAt) lost the time between that save and
+// the write, and the job's speed rose with it - here runningMs 0 where the run's clock had moved 60 s. The run's clock
+// is the test's, moved only as the lease ends, so the figure is exact - no timing.
+test('the write keeping a lot its lease ended in moves runningMs with updatedAt', { timeout: 120_000 }, async () => {
+  const [refusedEv, stopEv] = (await seedFailed('keepms', 2)) as [string, string];
+  const jobs = jobStore((docs) => new JobStore(docs));
+  const job = await resubmitJob(jobs, [refusedEv, stopEv]);
+  let t = 0;
+  let lost = false;
+  /** `refusedEv` is refused at once; `stopEv`'s send fails, and as its retry is tried 60 s pass and the lease ends. */
+  class RefusesThenLosesTheLease extends Manager {
+    override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
+      if (args[3]?.operationId !== job.operationId) return super.executeMany(...args);
+      return args[0].map((target) => ({
+        ok: false,
+        error: target.eventId === refusedEv ? new HttpError(409, 'conflict', 'resubmit is not possible for an event that is Completed') : new Error('simulated Service Bus outage'),
+      }));
+    }
+    override async execute(...args: Parameters<Manager['execute']>): ReturnType<Manager['execute']> {
+      if (args[1] !== stopEv) return super.execute(...args);
+      t = 60_000;
+      lost = true;
+      throw new Error('simulated Service Bus outage');
+    }
+  }
+  class EndsWhenLost extends LeaseStore {
+    override async renew(lease: Lease, ttlMs: number): Promise<Lease | undefined> {
+      return lost ? undefined : super.renew(lease, ttlMs);
+    }
+  }
+  let released!: () => void;
+  const over = new Promise<void>((r) => (released = r));
+  const leases = tellsRelease(new EndsWhenLost(stack.store.database, { now: () => Date.now() + (lost ? LEASE_TTL_MS + 1_000 : 0) }), () => job.operationId, released);
+  const faulty = new RefusesThenLosesTheLease({ store: stack.store, client: stack.serviceBus.client });
+  const runner = new OperationsRunner({ store: stack.store, jobs, leases, manager: faulty, scanEveryMs: 3_600_000, now: () => t });
+  try {
+    runner.kick();
+    await over; // the run has kept its lot and given the lease back
+    await runner.stop();
+    const left = (await jobs.get(job.operationId))!;
+    assert.deepEqual([left.state, left.cursor, left.pausedLot?.map((r) => [r.row, r.kind])], ['running', 0, [[0, 'refused']]], 'the run kept its lot on the running job');
+    assert.equal(left.runningMs, 60_000, "runningMs moved to the keeping write by the run's clock, as updatedAt did");
+    // Not left running for the next test's runner: cancelled, the kept refusal counted.
+    await jobs.setControl(job.operationId, 'cancel', 'operator');
+    const end = await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), job.operationId, 'cancelled');
+    assert.deepEqual([end.done, end.refused, end.awaitingReceipt], [0, 1, [1]]);
+  } finally {
+    await runner.stop();
+    jobs.docs.close();
+    await faulty.close();
   }
 });

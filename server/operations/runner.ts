@@ -292,8 +292,15 @@ export class OperationsRunner {
     /**
      * Writes the job if it is still the version this run last read or wrote. False when it is not: another replica
      * took the lease over (this one missed its end) and wrote the job; the caller stops without another write or send.
+     * Every write of a running job moves its `runningMs` to the write, as it moves `updatedAt`: the view adds the time
+     * since `updatedAt` to `runningMs`. Before, only a progress save did, and the write keeping a stopped lot
+     * (keepUncounted, the cancel's catch) lost the time since the last save from the job's running time
+     * (resume.test.ts, "the write keeping a lot its lease ended in moves runningMs").
      */
     const write = async (): Promise<boolean> => {
+      const now = clock();
+      if (job.state === 'running') job.runningMs += now - lastSave;
+      lastSave = now;
       const next = await jobs.save(job, version);
       if (next === undefined) {
         log.warn({ operationId: id }, 'operation was written by another replica since this one read it (its lease was lost): stopping it here');
@@ -309,9 +316,6 @@ export class OperationsRunner {
     /** Saves the progress; false when the job is not this run's any more (the lease lost, or the write refused). */
     const save = async (): Promise<boolean> => {
       if (leaseLost.aborted) return false; // another replica may own the job now: it writes the progress
-      const now = clock();
-      if (job.state === 'running') job.runningMs += now - lastSave;
-      lastSave = now;
       return write();
     };
     /**
@@ -319,6 +323,7 @@ export class OperationsRunner {
      * the write refused).
      */
     const finish = async (state: Job['state']): Promise<boolean> => {
+      // Before the state changes: write() moves runningMs only while the job is running.
       if (job.state === 'running') job.runningMs += clock() - lastSave;
       lastSave = clock();
       job.state = state;
