@@ -17,7 +17,8 @@
 // cancel's receipt read, or the wish's read that applies the cancel, threw; a cancel read between lots whose receipt
 // read throws writes the lots counted since the last progress save; a holder whose lease ends as it applies the operator's
 // cancel or pause still writes it, conditionally, and a successor that read the job before it landed stops at its
-// own refused write. A cancelled job counts the
+// own refused write, while a successor whose write a stopped run's late outcomes refused carries the job on at once
+// (no scan). A cancelled job counts the
 // lot an earlier run sent past the saved cursor, and a receipt a stalled holder writes after its successor's cancel
 // counted (found by the holder, or by the cancelling run's second look when the holder read the job before the cancel
 // landed); a run whose final write is refused does not log the job completed.
@@ -731,6 +732,11 @@ leaseEndTest("a lot whose lease ended in it, a successor that took it over pause
 // before it stepped the holder's refused and failed rows again: done 2, refused 0, failed 0, awaiting [2, 3].
 leaseEndTest("a lot whose lease ended in it, a successor with smaller lots writing the job first and cancelled after its first lot, counts the events it had found refused or failed", 'lostlotfirstlot', { at: 'lastTry', then: 'successorCancelledAfterFirstLot' });
 
+// Before, a successor whose write (its first lot's progress) the holder's late outcomes had refused stopped there, and
+// the job waited for the next scan - an hour here: left running at cursor 0. Now it reads the job again, takes the
+// late outcomes - its lease still held, nothing else changed - and completes the job by itself.
+leaseEndTest("a successor whose write a stopped run's late outcomes refused carries the job on at once, without waiting for a scan", 'lostlotcarry', { at: 'lastTry', then: 'successorCarriesOn' });
+
 // A kept refusal says only that the run that kept it sent nothing: a row the job sent afterwards - a later run whose
 // write keeping its lot was refused (a successor wrote the job first), or one whose lot then stopped with nothing to
 // write, the refusal kept late over it (keepLateOutcomes) - counts done by its receipt. Before, the cancel took the
@@ -756,6 +762,7 @@ type LeaseEnd =
         | 'leaseEndsInLaterRun'
         | 'successorPauses'
         | 'successorCancelledAfterFirstLot'
+        | 'successorCarriesOn'
         | 'sentAfterKept';
     }
   | { at: 'wish'; control: 'cancel' | 'pause'; successorReadsFirst?: boolean };
@@ -777,8 +784,8 @@ function leaseEndTest(name: string, prefix: string, end: LeaseEnd): void {
  * and the operator cancels while it waits on `waiting` in its first lot; or, `pausedInLaterLot` and
  * `cancelledInLaterLot`, such a successor is stopped in its second lot (stoppedInLaterLot); or, `cancelUnreadInLaterRun`
  * and `leaseEndsInLaterRun`, a later run with the same lot size sends the lot's rows again (sentInLaterRun); or,
- * `successorPauses` and `successorCancelledAfterFirstLot`, a successor writes the job first, so the holder's write
- * keeping its lot is refused (successorFirst); or, `sentAfterKept`, the job's command is sent for the kept refusal's
+ * `successorPauses`, `successorCancelledAfterFirstLot` and `successorCarriesOn`, a successor writes the job first, so
+ * the holder's write keeping its lot is refused (successorFirst); or, `sentAfterKept`, the job's command is sent for the kept refusal's
  * event (sentAfterKept).
  *
  * `wish`: no one has written the job since the holder did, so its write of the cancel or pause, conditional on that
@@ -860,8 +867,9 @@ async function leaseEndsInLot(prefix: string, end: LeaseEnd): Promise<void> {
           successor.jobs.docs.close();
           byB = cancelled;
         }
-        if (end.at === 'lastTry' && (end.then === 'successorPauses' || end.then === 'successorCancelledAfterFirstLot')) {
-          first = await successorFirst(job.operationId, ids, end.then === 'successorPauses' ? 'pause' : 'firstLot', over);
+        if (end.at === 'lastTry' && (end.then === 'successorPauses' || end.then === 'successorCancelledAfterFirstLot' || end.then === 'successorCarriesOn')) {
+          const how = end.then === 'successorPauses' ? 'pause' : end.then === 'successorCancelledAfterFirstLot' ? 'firstLot' : 'carriesOn';
+          first = await successorFirst(job.operationId, ids, how, over);
         }
       }
       throw new Error('simulated Service Bus outage');
@@ -890,7 +898,7 @@ async function leaseEndsInLot(prefix: string, end: LeaseEnd): Promise<void> {
       assert.equal(finished.filter((j) => j.operationId === job.operationId).length, end.control === 'cancel' ? 1 : 0, 'the holder recorded the job finished when it wrote the cancel');
       return;
     }
-    if (first) return await first.cancelled();
+    if (first) return await first.ended();
     if (end.then === 'successorCancels') {
       assert.deepEqual([byB?.done, byB?.refused, byB?.failed, byB?.awaitingReceipt], [1, 0, 0, [1, 2, 3]], 'the successor counted the lot by receipts');
     } else if (end.then !== 'operatorCancels') {
@@ -939,24 +947,28 @@ async function sentAfterKept(operationId: string, ids: [string, string, string, 
 /**
  * A successor B whose clock is past the holder's lease takes lotOfFour's job over while the holder is still in its
  * lot, and writes the job first: `pause`, with the operator's pause (it writes the job paused, nothing stepped); or
- * `firstLot`, with lots of two - the endpoint having answered `waiting`'s claim with a new failure, B's first lot finds
- * `sent` by its receipt and sends `waiting`, once the holder's run is `over` (its late count found the job running),
- * and the operator cancels once that lot's first answer is in (B's clock, the test's, then reads the wish before its
- * second lot: no timing). Answers once B has written the job; `cancelled()`, called after the holder's run ended,
- * has the job cancelled - the paused job by a fresh runner; after the first lot by B, or, when B found its next write
- * refused (the holder kept its lot on the job after B's write) and stopped, by a fresh runner - and checks that each
- * event is counted once: `hers` refused and `unsent` failed as the holder found them, not awaiting a receipt.
+ * `firstLot` and `carriesOn`, with lots of two - the endpoint having answered `waiting`'s claim with a new failure, B's
+ * first lot finds `sent` by its receipt and sends `waiting`, once the holder's run is `over` (its late write kept its
+ * lot's refusal and send failure on B's version), and B's progress write after that lot is refused by that late
+ * write: B reads the job again and carries on (its runner looks for jobs every hour: no scan does it). `firstLot`: the
+ * operator cancels once that lot's first answer is in (B's clock, the test's, then reads the wish before its second
+ * lot: no timing), and B cancels the job; `carriesOn`: B steps the second lot - `hers` refused again, `unsent` sent -
+ * and completes it. Answers once B has written the job; `ended()`, called after the holder's run ended, has the
+ * paused job cancelled by a fresh runner, and checks that each event is counted once: `hers` refused and `unsent`
+ * failed as the holder found them, not awaiting a receipt (or, `carriesOn`, as B found them).
  */
-async function successorFirst(operationId: string, ids: [string, string, string, string], how: 'pause' | 'firstLot', holderOver: Promise<void>) {
+async function successorFirst(operationId: string, ids: [string, string, string, string], how: 'pause' | 'firstLot' | 'carriesOn', holderOver: Promise<void>) {
   const [sent, waiting, hers, unsent] = ids;
   let wrote!: () => void;
   const written = new Promise<void>((r) => (wrote = r));
   let released!: () => void;
   const over = new Promise<void>((r) => (released = r));
+  let refusedWrites = 0;
   class TellsFirstWrite extends JobStore {
     override async save(j: Job, etag: string): Promise<string | undefined> {
       const next = await super.save(j, etag);
       if (next && j.operationId === operationId) wrote();
+      if (!next && j.operationId === operationId) refusedWrites++;
       return next;
     }
   }
@@ -968,7 +980,7 @@ async function successorFirst(operationId: string, ids: [string, string, string,
       await holderOver;
       const answers = await super.executeMany(...args);
       t += 500;
-      await jobs.setControl(operationId, 'cancel', 'operator');
+      if (how === 'firstLot') await jobs.setControl(operationId, 'cancel', 'operator');
       return answers;
     }
   }
@@ -976,31 +988,34 @@ async function successorFirst(operationId: string, ids: [string, string, string,
   else await failAgain(waiting);
   const manager = new CancelsAfterTheFirstLot({ store: stack.store, client: stack.serviceBus.client });
   const leases = tellsRelease(new LeaseStore(stack.store.database, { now: () => Date.now() + LEASE_TTL_MS + 1_000 }), () => operationId, released);
-  const runner = new OperationsRunner({ store: stack.store, jobs, leases, manager, scanEveryMs: 3_600_000, concurrency: how === 'pause' ? 4 : 2, now: () => t });
+  const finished: Job[] = [];
+  const runner = new OperationsRunner({ store: stack.store, jobs, leases, manager, scanEveryMs: 3_600_000, concurrency: how === 'pause' ? 4 : 2, now: () => t, onFinished: (j) => void finished.push(j) });
   runner.kick();
   await written;
   const taken = (await jobs.get(operationId))!;
   assert.deepEqual([taken.state, taken.cursor, taken.pausedLot], [how === 'pause' ? 'paused' : 'running', 0, undefined], 'B wrote the job first, nothing of the lot kept');
   return {
-    cancelled: async () => {
+    ended: async () => {
       try {
-        await over; // B's run has ended: it paused the job, cancelled it, or stopped at a refused write
+        await over; // B's run has ended: it paused the job, or cancelled or completed it
         await runner.stop();
         const left = (await jobs.get(operationId))!;
-        assert.deepEqual(
-          [left.state, left.cursor, left.pausedLot?.map((r) => [r.row, r.kind])],
-          [how === 'pause' ? 'paused' : 'running', 0, [[2, 'refused'], [3, 'failed']]],
-          how === 'pause' ? 'the holder kept its lot on the paused job' : "the holder kept its lot on B's version, and B stopped at its next write (its first lot's progress), refused",
-        );
-        if (how === 'pause') await jobs.setControl(operationId, 'cancel', 'operator');
-        await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), operationId, 'cancelled');
+        if (how === 'pause') {
+          assert.deepEqual([left.state, left.cursor, left.pausedLot?.map((r) => [r.row, r.kind])], ['paused', 0, [[2, 'refused'], [3, 'failed']]], 'the holder kept its lot on the paused job');
+          await jobs.setControl(operationId, 'cancel', 'operator');
+          await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), operationId, 'cancelled');
+        } else {
+          assert.equal(refusedWrites, 1, "B's write after its first lot was refused: the holder kept its lot on B's version first");
+          const [state, cursor] = how === 'firstLot' ? ['cancelled', 2] : ['completed', 4];
+          assert.deepEqual([left.state, left.cursor, finished.map((j) => j.operationId)], [state, cursor, [operationId]], `B read the job again, carried on and ${state} it by itself`);
+        }
         const end = (await jobs.get(operationId))!;
-        const [done, sentTo] = how === 'pause' ? [1, [1, 0, 0, 0]] : [2, [1, 1, 0, 0]];
-        assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done, refused: 1, failed: 1 }, "each event counted once, hers and unsent as the holder found them");
-        assert.deepEqual([end.refusals?.map((r) => r.eventId), end.errors.map((e) => e.eventId)], [[hers], [unsent]]);
+        const [done, failed, sentTo] = how === 'pause' ? [1, 1, [1, 0, 0, 0]] : how === 'firstLot' ? [2, 1, [1, 1, 0, 0]] : [3, 0, [1, 1, 0, 1]];
+        assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done, refused: 1, failed }, how === 'carriesOn' ? 'each event counted once, as B found it' : 'each event counted once, hers and unsent as the holder found them');
+        assert.deepEqual([end.refusals?.map((r) => r.eventId), end.errors.map((e) => e.eventId)], [[hers], how === 'carriesOn' ? [] : [unsent]]);
         assert.match(end.refusals![0]!.detail, /already sent by alice/);
         assert.deepEqual([end.awaitingReceipt, end.pausedLot], [how === 'pause' ? [1] : undefined, undefined], how === 'pause' ? 'only the event whose wait was stopped awaits a receipt' : 'nothing awaits a receipt or stays kept');
-        assert.deepEqual(await Promise.all(ids.map((id) => resubmitsOf(id, operationId))), sentTo, `${sent}${how === 'pause' ? '' : ` and ${waiting}`} got the job's command`);
+        assert.deepEqual(await Promise.all(ids.map((id) => resubmitsOf(id, operationId))), sentTo, `${sent}${how === 'pause' ? '' : ` and ${waiting}`}${how === 'carriesOn' ? ` and ${unsent}` : ''} got the job's command`);
       } finally {
         await runner.stop();
         jobs.docs.close();
