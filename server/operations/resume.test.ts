@@ -1680,3 +1680,65 @@ test('the write keeping a lot its lease ended in moves runningMs with updatedAt'
     await faulty.close();
   }
 });
+
+// Before, a lot one of whose steps could not read this job's receipt (a 409 answer, the store not answering the
+// receipt read) ended the run from inside the lot: nothing of the lot was counted or kept - its sent event, its
+// refusal, its send failure - and the job stayed running at cursor 0 (a cancel before the next run stepped the lot
+// listed the refusal and the send failure as awaiting a receipt, counted never). Now the Manager's answer stands for
+// that event, as for a duplicate whose receipt is unread, and the lot is counted.
+test('a receipt read failing in a step leaves the lot counted: the refusal stands, the others as they settled', { timeout: 120_000 }, async () => {
+  const [refusedEv, sentEv, unsentEv] = (await seedFailed('stepread', 3)) as [string, string, string];
+  const jobs = jobStore((docs) => new JobStore(docs));
+  const job = await resubmitJob(jobs, [refusedEv, sentEv, unsentEv]);
+  /** `refusedEv` is refused (409); `unsentEv`'s command cannot be sent (a broker outage's answer, each try). */
+  class RefusesOneFailsOne extends Manager {
+    override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
+      const [targets, ...rest] = args;
+      if (rest[2]?.operationId !== job.operationId) return super.executeMany(...args);
+      const answers = await super.executeMany(targets.filter((t) => t.eventId === sentEv), ...rest);
+      return targets.map((t) =>
+        t.eventId === sentEv ? answers.shift()! : { ok: false, error: t.eventId === refusedEv ? new HttpError(409, 'conflict', 'resubmit is not possible for an event that is Completed') : new Error('simulated Service Bus outage') },
+      );
+    }
+    override async execute(...args: Parameters<Manager['execute']>): ReturnType<Manager['execute']> {
+      if (args[1] === unsentEv) throw new Error('simulated Service Bus outage');
+      return super.execute(...args);
+    }
+  }
+  let thrown = false;
+  const store = new Proxy(stack.store, {
+    get(target, name) {
+      const value: unknown = Reflect.get(target, name, target);
+      if (name === 'listAudits') {
+        return async (...args: Parameters<MessageStore['listAudits']>) => {
+          if (args[0] === refusedEv && !thrown) {
+            thrown = true;
+            throw new Error('simulated Cosmos 503 on the receipt read');
+          }
+          return target.listAudits(...args);
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  let released!: () => void;
+  const over = new Promise<void>((r) => (released = r));
+  const leases = tellsRelease(new LeaseStore(stack.store.database), () => job.operationId, released);
+  const faulty = new RefusesOneFailsOne({ store: stack.store, client: stack.serviceBus.client });
+  const runner = new OperationsRunner({ store, jobs, leases, manager: faulty, scanEveryMs: 3_600_000 });
+  try {
+    runner.kick();
+    await over; // the run has ended and given its lease back (no scan runs it again within the test)
+    await runner.stop();
+    assert.equal(thrown, true, "the refused event's receipt read threw");
+    const end = (await jobs.get(job.operationId))!;
+    assert.deepEqual([end.state, end.done, end.refused, end.failed], ['completed', 1, 1, 1], 'the lot counted in the run that stepped it');
+    assert.deepEqual([end.refusals?.map((r) => r.eventId), end.errors.map((e) => e.eventId)], [[refusedEv], [unsentEv]]);
+    assert.match(end.refusals![0]!.detail, /Completed/);
+    assert.deepEqual(await Promise.all([refusedEv, sentEv, unsentEv].map((id) => resubmitsOf(id, job.operationId))), [0, 1, 0]);
+  } finally {
+    await runner.stop();
+    jobs.docs.close();
+    await faulty.close();
+  }
+});

@@ -646,8 +646,16 @@ export class OperationsRunner {
       const status = d.status;
       const detail = !d.internal ? d.detail : err instanceof Error ? err.message.slice(0, 300) : String(err);
       if (status === 409 || status === 404) {
-        // A step repeated after a restart: the endpoint may have answered this job's command already.
-        if (await this.#actedByThisJob(eventId, endpointId, origin.operationId)) return { kind: 'done' };
+        // A step repeated after a restart: the endpoint may have answered this job's command already. Unread (the
+        // store did not answer), the Manager's answer stands - nothing was sent now either way, as for a duplicate's
+        // receipt (#sentByOther). Before, the read's error ended the run from inside the lot: the outcomes its other
+        // events had settled were known nowhere, and a cancel before the next run stepped them listed its refusals
+        // and send failures as awaiting a receipt, counted never (resume.test.ts, "a receipt read failing in a step").
+        const acted = await this.#actedByThisJob(eventId, endpointId, origin.operationId).catch((err: unknown) => {
+          log.warn({ operationId: origin.operationId, eventId, err: err instanceof Error ? err.message : String(err) }, "operation step: this job's receipt not read; the Manager's answer stands");
+          return false;
+        });
+        if (acted) return { kind: 'done' };
         // A claim without its receipt (a send in progress elsewhere, or one a crash interrupted) is not a
         // refusal: the Manager re-sends it once it is older than CLAIM_GRACE_MS (30 s); wait for that.
         if (status === 409 && detail.includes('being sent right now') && attempt < 12) {
