@@ -1742,3 +1742,40 @@ test('a receipt read failing in a step leaves the lot counted: the refusal stand
     await faulty.close();
   }
 });
+
+// Before, a write whose answer was lost - the store took it, the answer never came - ended the run as a failed write:
+// a completion that had landed was never recorded finished (no audit of the job's end, and no scan runs an ended job
+// again). Now the run reads the job back, finds it as written and goes on.
+test('a completion whose answer was lost is recorded finished once it reads back as written', { timeout: 120_000 }, async () => {
+  const ids = await seedFailed('lostanswer', 2);
+  /** The completion reaches Cosmos; its answer is lost (a timeout after the store took the write). */
+  class LosesTheCompletionsAnswer extends JobStore {
+    lost = false;
+    override async save(j: Job, etag: string): Promise<string | undefined> {
+      const next = await super.save(j, etag);
+      if (j.state === 'completed' && !this.lost) {
+        this.lost = true;
+        throw new Error('simulated lost answer: the socket closed after the write was sent');
+      }
+      return next;
+    }
+  }
+  const jobs = jobStore((docs) => new LosesTheCompletionsAnswer(docs));
+  const job = await resubmitJob(jobs, ids);
+  let released!: () => void;
+  const over = new Promise<void>((r) => (released = r));
+  const finished: Job[] = [];
+  const runner = new OperationsRunner({ store: stack.store, jobs, leases: tellsRelease(new LeaseStore(stack.store.database), () => job.operationId, released), manager, scanEveryMs: 3_600_000, onFinished: (j) => void finished.push(j) });
+  try {
+    runner.kick();
+    await over; // the run has ended and given its lease back
+    await runner.stop();
+    assert.equal(jobs.lost, true, "the completion's answer was lost");
+    const end = (await jobs.get(job.operationId))!;
+    assert.deepEqual([end.state, end.done], ['completed', 2]);
+    assert.deepEqual(finished.filter((j) => j.operationId === job.operationId).map((j) => [j.state, j.done]), [['completed', 2]], 'recorded finished once, by the run');
+  } finally {
+    await runner.stop();
+    jobs.docs.close();
+  }
+});

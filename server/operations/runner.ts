@@ -332,13 +332,29 @@ export class OperationsRunner {
      * (keepUncounted, the cancel's catch) lost the time since the last save from the job's running time
      * (resume.test.ts, "the write keeping a lot its lease ended in moves runningMs").
      */
+    /**
+     * jobs.save; when it throws, the job read back: a write whose answer was lost (the store took it, the answer
+     * never came) landed when the job reads exactly as written, and the run goes on from that version. Before, such a
+     * write ended the run as one that failed: a cancel or a completion that had landed was never recorded finished (the
+     * audit of its end; scans do not run an ended job again), and a cancel's second look for late receipts was not
+     * made (resume.test.ts, "whose answer was lost"). Otherwise the error stands.
+     */
+    const saveOrFind = async (): Promise<string | undefined> => {
+      try {
+        return await jobs.save(job, version);
+      } catch (err) {
+        const now = await jobs.read(id).catch(() => null);
+        if (now && isDeepStrictEqual(now.job, asStored(job))) return now.etag;
+        throw err;
+      }
+    };
     const write = async ({ carry = false } = {}): Promise<boolean> => {
       const now = clock();
       if (job.state === 'running') job.runningMs += now - lastSave;
       lastSave = now;
-      let next = await jobs.save(job, version);
+      let next = await saveOrFind();
       // Once: refused again, the job is someone else's after all (or another late write came): the run stops as ever.
-      if (next === undefined && carry && (await carryOn())) next = await jobs.save(job, version);
+      if (next === undefined && carry && (await carryOn())) next = await saveOrFind();
       if (next === undefined) {
         log.warn({ operationId: id }, 'operation was written by another replica since this one read it (its lease was lost): stopping it here');
         return false;
