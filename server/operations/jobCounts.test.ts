@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { jobView, type Job, type JobStore } from './jobs.ts';
 import { log, setConsoleLogSink } from '../log.ts';
-import { keepLateOutcomes, passPausedLot, pausedLotOutcomes, setPausedLot, type StepOutcome } from './jobCounts.ts';
+import { keepLateOutcomes, lateOutcomesOnly, passPausedLot, pausedLotOutcomes, setPausedLot, type StepOutcome } from './jobCounts.ts';
 
 const refused: StepOutcome = { kind: 'refused', status: 409, detail: 'already sent by alice' };
 const failed: StepOutcome = { kind: 'failed', status: 503, detail: 'broker unavailable' };
@@ -154,4 +154,15 @@ test("a stopped run's late outcome the same as the kept one writes nothing", asy
   const { jobs, writes } = storeOf(running(0, [same]));
   assert.equal(await keepLateOutcomes(jobs, 'op', { from: 2, outcomes: [refused], superseded: [same] }), 0);
   assert.equal(writes(), 0, "a successor's next write is not refused for nothing");
+});
+
+// A holder whose write was refused carries on only over a stopped run's late outcomes (runner.ts, carryOn): any other
+// change - another run's progress, a cancel written - stops it as before.
+test('a late write is told apart from any other: only the kept outcomes, runningMs and updatedAt changed', () => {
+  const written: Job = { ...running(1, [{ row: 3, ...failed }]), updatedAt: '2026-01-01T00:00:00.000Z', runningMs: 1_000, done: 1 };
+  const late: Job = { ...written, updatedAt: '2026-01-01T00:00:05.000Z', runningMs: 6_000, pausedLot: [{ row: 0, ...refused }, { row: 2, ...refused }, { row: 3, ...failed }] };
+  assert.deepEqual(lateOutcomesOnly(written, late, 2), [{ row: 2, ...refused }, { row: 3, ...failed }], 'rows before the holder\'s cursor are its own to count');
+  assert.deepEqual(lateOutcomesOnly(written, { ...written, pausedLot: undefined } as Job, 1), [], 'no kept outcome left');
+  assert.equal(lateOutcomesOnly(written, { ...late, cursor: 2, done: 2 }, 2), undefined, "another run's progress");
+  assert.equal(lateOutcomesOnly(written, { ...late, state: 'cancelled' }, 2), undefined, 'a cancel written');
 });

@@ -150,9 +150,9 @@ export async function countLateReceipts(jobs: JobStore, store: MessageStore, ope
  * receipt done, runner.ts), a run that steps the rows replaces them or drops them as its cursor passes - each once.
  * What the job keeps already stands (a successor stepped those rows after this run did); so does an ended job
  * (countLateReceipts counts a cancel's listed rows). Conditional on the version read; a refused write is read again.
- * A running successor finds its next write refused and stops, as after a lost lease, keeping its own outcomes the
- * same way; the job resumes at the next scan (why it does not re-read and carry on: docs/failures.md, "Left: that
- * one scan's delay"). Answers how many it kept.
+ * A running successor finds its next write refused, reads the job again and - still holding its lease, the job
+ * changed by nothing but such outcomes (lateOutcomesOnly) - takes them and carries on; otherwise it stops, as after
+ * a lost lease, keeping its own outcomes the same way, and the job resumes at the next scan. Answers how many it kept.
  *
  * A kept outcome is replaced only where it is still the one the run read when it started (`lot.superseded`): the
  * run stepped the row after that, so its outcome is the newer, as a newer pause's lot replaces the kept one
@@ -201,4 +201,19 @@ export async function keepLateOutcomes(jobs: JobStore, operationId: string, lot:
   }
   log.warn({ operationId, outcomes: notKept, attempts: LATE_COUNT_ATTEMPTS }, "a stopped operation run's refusals and send failures not kept: the job was written by another run before each write; the run holding it steps their rows again");
   return 0;
+}
+
+/**
+ * After a write of the run holding the job was refused: the outcomes a stopped run's late write (keepLateOutcomes)
+ * added to the job, to be carried on by the holder - or undefined when the job as read now (`now`) differs from the
+ * version the holder last wrote or read (`written`) by more than such a write changes (the kept outcomes, runningMs,
+ * updatedAt): another writer, and the holder stops as before. Only the kept outcomes of rows at or past the holder's
+ * `cursor` are answered: those before it the holder has stepped and counted since its last write, as its cursor
+ * passing them would drop them (passPausedLot). The caller must know besides that no other run held the job since
+ * (its lease still held after this read): a new holder's first write of a running job changes no more than this.
+ */
+export function lateOutcomesOnly(written: Job, now: Job, cursor: number): NonNullable<Job['pausedLot']> | undefined {
+  const rest = ({ pausedLot: _kept, runningMs: _ms, updatedAt: _at, ...others }: Job) => others;
+  if (!isDeepStrictEqual(rest(written), rest(now))) return undefined;
+  return (now.pausedLot ?? []).filter((r) => r.row >= cursor);
 }

@@ -17,7 +17,8 @@
 // cancel's receipt read, or the wish's read that applies the cancel, threw; a cancel read between lots whose receipt
 // read throws writes the lots counted since the last progress save; a holder whose lease ends as it applies the operator's
 // cancel or pause still writes it, conditionally, and a successor that read the job before it landed stops at its
-// own refused write. A cancelled job counts the
+// own refused write, while a successor whose write a stopped run's late outcomes refused carries the job on at once
+// (no scan). A cancelled job counts the
 // lot an earlier run sent past the saved cursor, and a receipt a stalled holder writes after its successor's cancel
 // counted (found by the holder, or by the cancelling run's second look when the holder read the job before the cancel
 // landed); a run whose final write is refused does not log the job completed.
@@ -29,6 +30,7 @@ import { msg } from '../../lib/store/testing/fixtures.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { PlatformDocs } from '../heartbeat/platformDocs.ts';
 import { claimExpectation, claimWrite, Manager } from '../manager/manager.ts';
+import { HttpError } from '../http.ts';
 import { log, setConsoleLogSink } from '../log.ts';
 import { JobStore, type Job } from './jobs.ts';
 import { LEASE_TTL_MS, OperationsRunner } from './runner.ts';
@@ -730,6 +732,11 @@ leaseEndTest("a lot whose lease ended in it, a successor that took it over pause
 // before it stepped the holder's refused and failed rows again: done 2, refused 0, failed 0, awaiting [2, 3].
 leaseEndTest("a lot whose lease ended in it, a successor with smaller lots writing the job first and cancelled after its first lot, counts the events it had found refused or failed", 'lostlotfirstlot', { at: 'lastTry', then: 'successorCancelledAfterFirstLot' });
 
+// Before, a successor whose write (its first lot's progress) the holder's late outcomes had refused stopped there, and
+// the job waited for the next scan - an hour here: left running at cursor 0. Now it reads the job again, takes the
+// late outcomes - its lease still held, nothing else changed - and completes the job by itself.
+leaseEndTest("a successor whose write a stopped run's late outcomes refused carries the job on at once, without waiting for a scan", 'lostlotcarry', { at: 'lastTry', then: 'successorCarriesOn' });
+
 // A kept refusal says only that the run that kept it sent nothing: a row the job sent afterwards - a later run whose
 // write keeping its lot was refused (a successor wrote the job first), or one whose lot then stopped with nothing to
 // write, the refusal kept late over it (keepLateOutcomes) - counts done by its receipt. Before, the cancel took the
@@ -755,6 +762,7 @@ type LeaseEnd =
         | 'leaseEndsInLaterRun'
         | 'successorPauses'
         | 'successorCancelledAfterFirstLot'
+        | 'successorCarriesOn'
         | 'sentAfterKept';
     }
   | { at: 'wish'; control: 'cancel' | 'pause'; successorReadsFirst?: boolean };
@@ -776,8 +784,8 @@ function leaseEndTest(name: string, prefix: string, end: LeaseEnd): void {
  * and the operator cancels while it waits on `waiting` in its first lot; or, `pausedInLaterLot` and
  * `cancelledInLaterLot`, such a successor is stopped in its second lot (stoppedInLaterLot); or, `cancelUnreadInLaterRun`
  * and `leaseEndsInLaterRun`, a later run with the same lot size sends the lot's rows again (sentInLaterRun); or,
- * `successorPauses` and `successorCancelledAfterFirstLot`, a successor writes the job first, so the holder's write
- * keeping its lot is refused (successorFirst); or, `sentAfterKept`, the job's command is sent for the kept refusal's
+ * `successorPauses`, `successorCancelledAfterFirstLot` and `successorCarriesOn`, a successor writes the job first, so
+ * the holder's write keeping its lot is refused (successorFirst); or, `sentAfterKept`, the job's command is sent for the kept refusal's
  * event (sentAfterKept).
  *
  * `wish`: no one has written the job since the holder did, so its write of the cancel or pause, conditional on that
@@ -859,8 +867,9 @@ async function leaseEndsInLot(prefix: string, end: LeaseEnd): Promise<void> {
           successor.jobs.docs.close();
           byB = cancelled;
         }
-        if (end.at === 'lastTry' && (end.then === 'successorPauses' || end.then === 'successorCancelledAfterFirstLot')) {
-          first = await successorFirst(job.operationId, ids, end.then === 'successorPauses' ? 'pause' : 'firstLot', over);
+        if (end.at === 'lastTry' && (end.then === 'successorPauses' || end.then === 'successorCancelledAfterFirstLot' || end.then === 'successorCarriesOn')) {
+          const how = end.then === 'successorPauses' ? 'pause' : end.then === 'successorCancelledAfterFirstLot' ? 'firstLot' : 'carriesOn';
+          first = await successorFirst(job.operationId, ids, how, over);
         }
       }
       throw new Error('simulated Service Bus outage');
@@ -889,7 +898,7 @@ async function leaseEndsInLot(prefix: string, end: LeaseEnd): Promise<void> {
       assert.equal(finished.filter((j) => j.operationId === job.operationId).length, end.control === 'cancel' ? 1 : 0, 'the holder recorded the job finished when it wrote the cancel');
       return;
     }
-    if (first) return await first.cancelled();
+    if (first) return await first.ended();
     if (end.then === 'successorCancels') {
       assert.deepEqual([byB?.done, byB?.refused, byB?.failed, byB?.awaitingReceipt], [1, 0, 0, [1, 2, 3]], 'the successor counted the lot by receipts');
     } else if (end.then !== 'operatorCancels') {
@@ -938,24 +947,28 @@ async function sentAfterKept(operationId: string, ids: [string, string, string, 
 /**
  * A successor B whose clock is past the holder's lease takes lotOfFour's job over while the holder is still in its
  * lot, and writes the job first: `pause`, with the operator's pause (it writes the job paused, nothing stepped); or
- * `firstLot`, with lots of two - the endpoint having answered `waiting`'s claim with a new failure, B's first lot finds
- * `sent` by its receipt and sends `waiting`, once the holder's run is `over` (its late count found the job running),
- * and the operator cancels once that lot's first answer is in (B's clock, the test's, then reads the wish before its
- * second lot: no timing). Answers once B has written the job; `cancelled()`, called after the holder's run ended,
- * has the job cancelled - the paused job by a fresh runner; after the first lot by B, or, when B found its next write
- * refused (the holder kept its lot on the job after B's write) and stopped, by a fresh runner - and checks that each
- * event is counted once: `hers` refused and `unsent` failed as the holder found them, not awaiting a receipt.
+ * `firstLot` and `carriesOn`, with lots of two - the endpoint having answered `waiting`'s claim with a new failure, B's
+ * first lot finds `sent` by its receipt and sends `waiting`, once the holder's run is `over` (its late write kept its
+ * lot's refusal and send failure on B's version), and B's progress write after that lot is refused by that late
+ * write: B reads the job again and carries on (its runner looks for jobs every hour: no scan does it). `firstLot`: the
+ * operator cancels once that lot's first answer is in (B's clock, the test's, then reads the wish before its second
+ * lot: no timing), and B cancels the job; `carriesOn`: B steps the second lot - `hers` refused again, `unsent` sent -
+ * and completes it. Answers once B has written the job; `ended()`, called after the holder's run ended, has the
+ * paused job cancelled by a fresh runner, and checks that each event is counted once: `hers` refused and `unsent`
+ * failed as the holder found them, not awaiting a receipt (or, `carriesOn`, as B found them).
  */
-async function successorFirst(operationId: string, ids: [string, string, string, string], how: 'pause' | 'firstLot', holderOver: Promise<void>) {
+async function successorFirst(operationId: string, ids: [string, string, string, string], how: 'pause' | 'firstLot' | 'carriesOn', holderOver: Promise<void>) {
   const [sent, waiting, hers, unsent] = ids;
   let wrote!: () => void;
   const written = new Promise<void>((r) => (wrote = r));
   let released!: () => void;
   const over = new Promise<void>((r) => (released = r));
+  let refusedWrites = 0;
   class TellsFirstWrite extends JobStore {
     override async save(j: Job, etag: string): Promise<string | undefined> {
       const next = await super.save(j, etag);
       if (next && j.operationId === operationId) wrote();
+      if (!next && j.operationId === operationId) refusedWrites++;
       return next;
     }
   }
@@ -967,7 +980,7 @@ async function successorFirst(operationId: string, ids: [string, string, string,
       await holderOver;
       const answers = await super.executeMany(...args);
       t += 500;
-      await jobs.setControl(operationId, 'cancel', 'operator');
+      if (how === 'firstLot') await jobs.setControl(operationId, 'cancel', 'operator');
       return answers;
     }
   }
@@ -975,31 +988,34 @@ async function successorFirst(operationId: string, ids: [string, string, string,
   else await failAgain(waiting);
   const manager = new CancelsAfterTheFirstLot({ store: stack.store, client: stack.serviceBus.client });
   const leases = tellsRelease(new LeaseStore(stack.store.database, { now: () => Date.now() + LEASE_TTL_MS + 1_000 }), () => operationId, released);
-  const runner = new OperationsRunner({ store: stack.store, jobs, leases, manager, scanEveryMs: 3_600_000, concurrency: how === 'pause' ? 4 : 2, now: () => t });
+  const finished: Job[] = [];
+  const runner = new OperationsRunner({ store: stack.store, jobs, leases, manager, scanEveryMs: 3_600_000, concurrency: how === 'pause' ? 4 : 2, now: () => t, onFinished: (j) => void finished.push(j) });
   runner.kick();
   await written;
   const taken = (await jobs.get(operationId))!;
   assert.deepEqual([taken.state, taken.cursor, taken.pausedLot], [how === 'pause' ? 'paused' : 'running', 0, undefined], 'B wrote the job first, nothing of the lot kept');
   return {
-    cancelled: async () => {
+    ended: async () => {
       try {
-        await over; // B's run has ended: it paused the job, cancelled it, or stopped at a refused write
+        await over; // B's run has ended: it paused the job, or cancelled or completed it
         await runner.stop();
         const left = (await jobs.get(operationId))!;
-        assert.deepEqual(
-          [left.state, left.cursor, left.pausedLot?.map((r) => [r.row, r.kind])],
-          [how === 'pause' ? 'paused' : 'running', 0, [[2, 'refused'], [3, 'failed']]],
-          how === 'pause' ? 'the holder kept its lot on the paused job' : "the holder kept its lot on B's version, and B stopped at its next write (its first lot's progress), refused",
-        );
-        if (how === 'pause') await jobs.setControl(operationId, 'cancel', 'operator');
-        await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), operationId, 'cancelled');
+        if (how === 'pause') {
+          assert.deepEqual([left.state, left.cursor, left.pausedLot?.map((r) => [r.row, r.kind])], ['paused', 0, [[2, 'refused'], [3, 'failed']]], 'the holder kept its lot on the paused job');
+          await jobs.setControl(operationId, 'cancel', 'operator');
+          await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), operationId, 'cancelled');
+        } else {
+          assert.equal(refusedWrites, 1, "B's write after its first lot was refused: the holder kept its lot on B's version first");
+          const [state, cursor] = how === 'firstLot' ? ['cancelled', 2] : ['completed', 4];
+          assert.deepEqual([left.state, left.cursor, finished.map((j) => j.operationId)], [state, cursor, [operationId]], `B read the job again, carried on and ${state} it by itself`);
+        }
         const end = (await jobs.get(operationId))!;
-        const [done, sentTo] = how === 'pause' ? [1, [1, 0, 0, 0]] : [2, [1, 1, 0, 0]];
-        assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done, refused: 1, failed: 1 }, "each event counted once, hers and unsent as the holder found them");
-        assert.deepEqual([end.refusals?.map((r) => r.eventId), end.errors.map((e) => e.eventId)], [[hers], [unsent]]);
+        const [done, failed, sentTo] = how === 'pause' ? [1, 1, [1, 0, 0, 0]] : how === 'firstLot' ? [2, 1, [1, 1, 0, 0]] : [3, 0, [1, 1, 0, 1]];
+        assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done, refused: 1, failed }, how === 'carriesOn' ? 'each event counted once, as B found it' : 'each event counted once, hers and unsent as the holder found them');
+        assert.deepEqual([end.refusals?.map((r) => r.eventId), end.errors.map((e) => e.eventId)], [[hers], how === 'carriesOn' ? [] : [unsent]]);
         assert.match(end.refusals![0]!.detail, /already sent by alice/);
         assert.deepEqual([end.awaitingReceipt, end.pausedLot], [how === 'pause' ? [1] : undefined, undefined], how === 'pause' ? 'only the event whose wait was stopped awaits a receipt' : 'nothing awaits a receipt or stays kept');
-        assert.deepEqual(await Promise.all(ids.map((id) => resubmitsOf(id, operationId))), sentTo, `${sent}${how === 'pause' ? '' : ` and ${waiting}`} got the job's command`);
+        assert.deepEqual(await Promise.all(ids.map((id) => resubmitsOf(id, operationId))), sentTo, `${sent}${how === 'pause' ? '' : ` and ${waiting}`}${how === 'carriesOn' ? ` and ${unsent}` : ''} got the job's command`);
       } finally {
         await runner.stop();
         jobs.docs.close();
@@ -1607,6 +1623,159 @@ test('a run whose final write is refused does not log the job completed', { time
   } finally {
     log.level = level;
     setConsoleLogSink(undefined);
+    jobs.docs.close();
+  }
+});
+
+// Before, the write keeping a lot its lease ended in (keepUncounted) moved updatedAt and left runningMs where the last
+// progress save had put it: the view (runningMs plus the time since updatedAt) lost the time between that save and
+// the write, and the job's speed rose with it - here runningMs 0 where the run's clock had moved 60 s. The run's clock
+// is the test's, moved only as the lease ends, so the figure is exact - no timing.
+test('the write keeping a lot its lease ended in moves runningMs with updatedAt', { timeout: 120_000 }, async () => {
+  const [refusedEv, stopEv] = (await seedFailed('keepms', 2)) as [string, string];
+  const jobs = jobStore((docs) => new JobStore(docs));
+  const job = await resubmitJob(jobs, [refusedEv, stopEv]);
+  let t = 0;
+  let lost = false;
+  /** `refusedEv` is refused at once; `stopEv`'s send fails, and as its retry is tried 60 s pass and the lease ends. */
+  class RefusesThenLosesTheLease extends Manager {
+    override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
+      if (args[3]?.operationId !== job.operationId) return super.executeMany(...args);
+      return args[0].map((target) => ({
+        ok: false,
+        error: target.eventId === refusedEv ? new HttpError(409, 'conflict', 'resubmit is not possible for an event that is Completed') : new Error('simulated Service Bus outage'),
+      }));
+    }
+    override async execute(...args: Parameters<Manager['execute']>): ReturnType<Manager['execute']> {
+      if (args[1] !== stopEv) return super.execute(...args);
+      t = 60_000;
+      lost = true;
+      throw new Error('simulated Service Bus outage');
+    }
+  }
+  class EndsWhenLost extends LeaseStore {
+    override async renew(lease: Lease, ttlMs: number): Promise<Lease | undefined> {
+      return lost ? undefined : super.renew(lease, ttlMs);
+    }
+  }
+  let released!: () => void;
+  const over = new Promise<void>((r) => (released = r));
+  const leases = tellsRelease(new EndsWhenLost(stack.store.database, { now: () => Date.now() + (lost ? LEASE_TTL_MS + 1_000 : 0) }), () => job.operationId, released);
+  const faulty = new RefusesThenLosesTheLease({ store: stack.store, client: stack.serviceBus.client });
+  const runner = new OperationsRunner({ store: stack.store, jobs, leases, manager: faulty, scanEveryMs: 3_600_000, now: () => t });
+  try {
+    runner.kick();
+    await over; // the run has kept its lot and given the lease back
+    await runner.stop();
+    const left = (await jobs.get(job.operationId))!;
+    assert.deepEqual([left.state, left.cursor, left.pausedLot?.map((r) => [r.row, r.kind])], ['running', 0, [[0, 'refused']]], 'the run kept its lot on the running job');
+    assert.equal(left.runningMs, 60_000, "runningMs moved to the keeping write by the run's clock, as updatedAt did");
+    // Not left running for the next test's runner: cancelled, the kept refusal counted.
+    await jobs.setControl(job.operationId, 'cancel', 'operator');
+    const end = await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), job.operationId, 'cancelled');
+    assert.deepEqual([end.done, end.refused, end.awaitingReceipt], [0, 1, [1]]);
+  } finally {
+    await runner.stop();
+    jobs.docs.close();
+    await faulty.close();
+  }
+});
+
+// Before, a lot one of whose steps could not read this job's receipt (a 409 answer, the store not answering the
+// receipt read) ended the run from inside the lot: nothing of the lot was counted or kept - its sent event, its
+// refusal, its send failure - and the job stayed running at cursor 0 (a cancel before the next run stepped the lot
+// listed the refusal and the send failure as awaiting a receipt, counted never). Now the Manager's answer stands for
+// that event, as for a duplicate whose receipt is unread, and the lot is counted.
+test('a receipt read failing in a step leaves the lot counted: the refusal stands, the others as they settled', { timeout: 120_000 }, async () => {
+  const [refusedEv, sentEv, unsentEv] = (await seedFailed('stepread', 3)) as [string, string, string];
+  const jobs = jobStore((docs) => new JobStore(docs));
+  const job = await resubmitJob(jobs, [refusedEv, sentEv, unsentEv]);
+  /** `refusedEv` is refused (409); `unsentEv`'s command cannot be sent (a broker outage's answer, each try). */
+  class RefusesOneFailsOne extends Manager {
+    override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
+      const [targets, ...rest] = args;
+      if (rest[2]?.operationId !== job.operationId) return super.executeMany(...args);
+      const answers = await super.executeMany(targets.filter((t) => t.eventId === sentEv), ...rest);
+      return targets.map((t) =>
+        t.eventId === sentEv ? answers.shift()! : { ok: false, error: t.eventId === refusedEv ? new HttpError(409, 'conflict', 'resubmit is not possible for an event that is Completed') : new Error('simulated Service Bus outage') },
+      );
+    }
+    override async execute(...args: Parameters<Manager['execute']>): ReturnType<Manager['execute']> {
+      if (args[1] === unsentEv) throw new Error('simulated Service Bus outage');
+      return super.execute(...args);
+    }
+  }
+  let thrown = false;
+  const store = new Proxy(stack.store, {
+    get(target, name) {
+      const value: unknown = Reflect.get(target, name, target);
+      if (name === 'listAudits') {
+        return async (...args: Parameters<MessageStore['listAudits']>) => {
+          if (args[0] === refusedEv && !thrown) {
+            thrown = true;
+            throw new Error('simulated Cosmos 503 on the receipt read');
+          }
+          return target.listAudits(...args);
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  let released!: () => void;
+  const over = new Promise<void>((r) => (released = r));
+  const leases = tellsRelease(new LeaseStore(stack.store.database), () => job.operationId, released);
+  const faulty = new RefusesOneFailsOne({ store: stack.store, client: stack.serviceBus.client });
+  const runner = new OperationsRunner({ store, jobs, leases, manager: faulty, scanEveryMs: 3_600_000 });
+  try {
+    runner.kick();
+    await over; // the run has ended and given its lease back (no scan runs it again within the test)
+    await runner.stop();
+    assert.equal(thrown, true, "the refused event's receipt read threw");
+    const end = (await jobs.get(job.operationId))!;
+    assert.deepEqual([end.state, end.done, end.refused, end.failed], ['completed', 1, 1, 1], 'the lot counted in the run that stepped it');
+    assert.deepEqual([end.refusals?.map((r) => r.eventId), end.errors.map((e) => e.eventId)], [[refusedEv], [unsentEv]]);
+    assert.match(end.refusals![0]!.detail, /Completed/);
+    assert.deepEqual(await Promise.all([refusedEv, sentEv, unsentEv].map((id) => resubmitsOf(id, job.operationId))), [0, 1, 0]);
+  } finally {
+    await runner.stop();
+    jobs.docs.close();
+    await faulty.close();
+  }
+});
+
+// Before, a write whose answer was lost - the store took it, the answer never came - ended the run as a failed write:
+// a completion that had landed was never recorded finished (no audit of the job's end, and no scan runs an ended job
+// again). Now the run reads the job back, finds it as written and goes on.
+test('a completion whose answer was lost is recorded finished once it reads back as written', { timeout: 120_000 }, async () => {
+  const ids = await seedFailed('lostanswer', 2);
+  /** The completion reaches Cosmos; its answer is lost (a timeout after the store took the write). */
+  class LosesTheCompletionsAnswer extends JobStore {
+    lost = false;
+    override async save(j: Job, etag: string): Promise<string | undefined> {
+      const next = await super.save(j, etag);
+      if (j.state === 'completed' && !this.lost) {
+        this.lost = true;
+        throw new Error('simulated lost answer: the socket closed after the write was sent');
+      }
+      return next;
+    }
+  }
+  const jobs = jobStore((docs) => new LosesTheCompletionsAnswer(docs));
+  const job = await resubmitJob(jobs, ids);
+  let released!: () => void;
+  const over = new Promise<void>((r) => (released = r));
+  const finished: Job[] = [];
+  const runner = new OperationsRunner({ store: stack.store, jobs, leases: tellsRelease(new LeaseStore(stack.store.database), () => job.operationId, released), manager, scanEveryMs: 3_600_000, onFinished: (j) => void finished.push(j) });
+  try {
+    runner.kick();
+    await over; // the run has ended and given its lease back
+    await runner.stop();
+    assert.equal(jobs.lost, true, "the completion's answer was lost");
+    const end = (await jobs.get(job.operationId))!;
+    assert.deepEqual([end.state, end.done], ['completed', 2]);
+    assert.deepEqual(finished.filter((j) => j.operationId === job.operationId).map((j) => [j.state, j.done]), [['completed', 2]], 'recorded finished once, by the run');
+  } finally {
+    await runner.stop();
     jobs.docs.close();
   }
 });

@@ -18,7 +18,8 @@
 // written it since (a conditional write), or else counted by this run into a successor's cancel that listed them
 // (keepUncounted), or - the job not ended yet - added to the successor's version once the run is over, where no run
 // has passed or kept their rows (#run, keepLateOutcomes): a successor that carries the job on steps the lot again and
-// counts them itself. So are those of the lots a run counted since its last write landed, however it stopped (a
+// counts them itself. That late write refuses the successor's next write; the successor, its lease still held and
+// nothing else changed, takes the late outcomes and carries on at once (#runHeld, carryOn). So are those of the lots a run counted since its last write landed, however it stopped (a
 // refused write, or none made: its lease seen lost before a progress save). #step's waits
 // on a claim being sent elsewhere also read the operator's wish, so a cancel or pause stops the lot there rather
 // than after up to 44 s of retries. Known limit: the batch handed to the broker before the
@@ -54,7 +55,7 @@ import { log } from '../log.ts';
 import { isSendWithheld, type CommandOrigin, type CommandResult, type Manager } from '../manager/manager.ts';
 import type { Auditor } from '../manager/commands.ts';
 import type { Job, JobStore } from './jobs.ts';
-import { actedByThisJob, count, countLateReceipts, isThisJobs, keepLateOutcomes, passPausedLot, pausedLotOutcomes, setPausedLot, type StepOutcome, type UncountedLot } from './jobCounts.ts';
+import { actedByThisJob, count, countLateReceipts, isThisJobs, keepLateOutcomes, lateOutcomesOnly, passPausedLot, pausedLotOutcomes, setPausedLot, type StepOutcome, type UncountedLot } from './jobCounts.ts';
 import { JobPruner } from './prune.ts';
 import type { SelectedRow } from './selection.ts';
 
@@ -116,6 +117,16 @@ export class RateLimiter {
 }
 
 const WANTS_TO_RUN = new Set(['queued', 'running', 'paused']);
+
+/** Whether `lease` is still held with LEASE_SEND_MARGIN_MS left by the lease store's clock (a send may start). */
+function leaseHeld(lease: HeldLease, leases: LeaseStore): boolean {
+  return !lease.signal.aborted && leases.now() < lease.expiresAt - LEASE_SEND_MARGIN_MS;
+}
+
+/** The job as the store holds it (a JSON document: no undefined fields), to compare with a read of it. */
+function asStored(job: Job): Job {
+  return JSON.parse(JSON.stringify(job)) as Job;
+}
 
 /**
  * What a run knows that the job may not hold: `sends`, set while it has handed the Manager commands since its last
@@ -287,19 +298,69 @@ export class OperationsRunner {
     const { job } = read;
     unsaved.superseded = structuredClone(job.pausedLot);
     let version = read.etag;
+    /** The job as this run last read or wrote it (JSON, as stored): what a late write is told apart from (carryOn). */
+    let written = asStored(job);
     const stopSignal = AbortSignal.any([leaseLost, this.#stop.signal]);
     let lastSave = clock();
     /**
+     * After a refused write: whether the job was written since by nothing but a stopped run's late write of its
+     * outcomes (keepLateOutcomes), so this run may carry on over it - those outcomes taken into its own job where its
+     * cursor has not passed their rows, the version read now the one its write retries on. The lease is asked after
+     * the read: still held, with LEASE_SEND_MARGIN_MS left, no other run has held it since this run took it, so the
+     * write read was not a new holder's (whose first write changes no more). Before, a successor whose write a former
+     * holder's late write had refused stopped, and the job waited for the next scan (resume.test.ts, "a successor
+     * whose write a stopped run's late outcomes refused carries the job on").
+     */
+    const carryOn = async (): Promise<boolean> => {
+      const now = await jobs.read(id);
+      if (!now || !leaseHeld(lease, this.#o.leases)) return false;
+      const late = lateOutcomesOnly(written, now.job, job.cursor);
+      if (!late) return false;
+      // Older than this run's own steps of those rows, which come after: as the kept outcomes it read at its start.
+      unsaved.superseded = [...(unsaved.superseded ?? []), ...late];
+      if (late.length > 0) job.pausedLot = late;
+      else delete job.pausedLot;
+      version = now.etag;
+      log.info({ operationId: id, kept: late.length }, "operation written meanwhile by a stopped run's late outcomes: carried on over them");
+      return true;
+    };
+    /**
      * Writes the job if it is still the version this run last read or wrote. False when it is not: another replica
      * took the lease over (this one missed its end) and wrote the job; the caller stops without another write or send.
+     * Every write of a running job moves its `runningMs` to the write, as it moves `updatedAt`: the view adds the time
+     * since `updatedAt` to `runningMs`. Before, only a progress save did, and the write keeping a stopped lot
+     * (keepUncounted, the cancel's catch) lost the time since the last save from the job's running time
+     * (resume.test.ts, "the write keeping a lot its lease ended in moves runningMs").
      */
-    const write = async (): Promise<boolean> => {
-      const next = await jobs.save(job, version);
+    /**
+     * jobs.save; when it throws, the job read back: a write whose answer was lost (the store took it, the answer
+     * never came) landed when the job reads exactly as written, and the run goes on from that version. Before, such a
+     * write ended the run as one that failed: a cancel or a completion that had landed was never recorded finished (the
+     * audit of its end; scans do not run an ended job again), and a cancel's second look for late receipts was not
+     * made (resume.test.ts, "whose answer was lost"). Otherwise the error stands.
+     */
+    const saveOrFind = async (): Promise<string | undefined> => {
+      try {
+        return await jobs.save(job, version);
+      } catch (err) {
+        const now = await jobs.read(id).catch(() => null);
+        if (now && isDeepStrictEqual(now.job, asStored(job))) return now.etag;
+        throw err;
+      }
+    };
+    const write = async ({ carry = false } = {}): Promise<boolean> => {
+      const now = clock();
+      if (job.state === 'running') job.runningMs += now - lastSave;
+      lastSave = now;
+      let next = await saveOrFind();
+      // Once: refused again, the job is someone else's after all (or another late write came): the run stops as ever.
+      if (next === undefined && carry && (await carryOn())) next = await saveOrFind();
       if (next === undefined) {
         log.warn({ operationId: id }, 'operation was written by another replica since this one read it (its lease was lost): stopping it here');
         return false;
       }
       version = next;
+      written = asStored(job);
       // The job now holds what this run knew: its counts, or the stopped lot's outcomes (counted, or kept).
       unsaved.sends = false;
       delete unsaved.lot;
@@ -309,16 +370,14 @@ export class OperationsRunner {
     /** Saves the progress; false when the job is not this run's any more (the lease lost, or the write refused). */
     const save = async (): Promise<boolean> => {
       if (leaseLost.aborted) return false; // another replica may own the job now: it writes the progress
-      const now = clock();
-      if (job.state === 'running') job.runningMs += now - lastSave;
-      lastSave = now;
-      return write();
+      return write({ carry: true });
     };
     /**
      * Writes the job in `state`; false when it did not (the lease lost - a cancel or a pause is written still - or
      * the write refused).
      */
     const finish = async (state: Job['state']): Promise<boolean> => {
+      // Before the state changes: write() moves runningMs only while the job is running.
       if (job.state === 'running') job.runningMs += clock() - lastSave;
       lastSave = clock();
       job.state = state;
@@ -330,7 +389,9 @@ export class OperationsRunner {
       // lease ending as it applies it"). A completion still is not: a successor finishes the job from its saved cursor.
       if (leaseLost.aborted && state !== 'cancelled' && state !== 'paused') return false;
       // Refused: the new holder ends the job (or has), and records it; this run must not record it a second time.
-      if (!(await write())) return false;
+      // A completion carries on over a late write (its cursor is past every row: nothing of it is taken); a cancel
+      // or a pause does not - what it counts or keeps was made from the job as this run last wrote it.
+      if (!(await write({ carry: state === 'completed' }))) return false;
       if (job.finishedAt) await this.#o.onFinished?.(job);
       return true;
     };
@@ -444,7 +505,7 @@ export class OperationsRunner {
     job.state = 'running';
     job.startedAt ??= new Date().toISOString();
     lastSave = clock();
-    if (!(await write())) return;
+    if (!(await write({ carry: true }))) return;
     log.info({ operationId: id, kind: job.kind, total: job.total, cursor: job.cursor }, 'operation running');
     const limiter = new RateLimiter(job.ratePerSecond);
     // Commands per step: the configured lot, or - under a rate limit - a tenth of a second's worth, so the limit
@@ -456,7 +517,7 @@ export class OperationsRunner {
     // lands late must not let the rest of a lot out after part of it was held back).
     let fenced = false;
     const mayStillSend = () => {
-      fenced ||= leaseLost.aborted || this.#o.leases.now() >= lease.expiresAt - LEASE_SEND_MARGIN_MS;
+      fenced ||= !leaseHeld(lease, this.#o.leases);
       return !fenced;
     };
     const origin: CommandOrigin = { operationId: id, mayStillSend };
@@ -601,8 +662,16 @@ export class OperationsRunner {
       const status = d.status;
       const detail = !d.internal ? d.detail : err instanceof Error ? err.message.slice(0, 300) : String(err);
       if (status === 409 || status === 404) {
-        // A step repeated after a restart: the endpoint may have answered this job's command already.
-        if (await this.#actedByThisJob(eventId, endpointId, origin.operationId)) return { kind: 'done' };
+        // A step repeated after a restart: the endpoint may have answered this job's command already. Unread (the
+        // store did not answer), the Manager's answer stands - nothing was sent now either way, as for a duplicate's
+        // receipt (#sentByOther). Before, the read's error ended the run from inside the lot: the outcomes its other
+        // events had settled were known nowhere, and a cancel before the next run stepped them listed its refusals
+        // and send failures as awaiting a receipt, counted never (resume.test.ts, "a receipt read failing in a step").
+        const acted = await this.#actedByThisJob(eventId, endpointId, origin.operationId).catch((err: unknown) => {
+          log.warn({ operationId: origin.operationId, eventId, err: err instanceof Error ? err.message : String(err) }, "operation step: this job's receipt not read; the Manager's answer stands");
+          return false;
+        });
+        if (acted) return { kind: 'done' };
         // A claim without its receipt (a send in progress elsewhere, or one a crash interrupted) is not a
         // refusal: the Manager re-sends it once it is older than CLAIM_GRACE_MS (30 s); wait for that.
         if (status === 409 && detail.includes('being sent right now') && attempt < 12) {
