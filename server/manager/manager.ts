@@ -102,6 +102,14 @@ export const CHANGED_SINCE_SEEN = 'the event has changed since you opened it (an
  * the command, a claim under way) by this, not by the detail's wording, and then shows the event as it now is.
  */
 export const CHANGED_SINCE_SEEN_CODE = 'changed';
+/**
+ * The JSON error's `code` of a handoff settlement refused because the handoff is settled already - the same one sent
+ * before (settle.ts), one sent with another text (#repeat), or the event no longer a pending handoff at all. Only
+ * this 409 tells an agent to drop its result: the others (rows that no longer parse, a claim under way, "kept
+ * changing", another handoff pending) are not the handoff settled, and the SDK's serve keeps its result for them
+ * (packages/sdk/src/agentClient.ts SETTLED_CODE; before, it took every 409 as settled and the work ran again).
+ */
+export const HANDOFF_SETTLED_CODE = 'settled';
 
 /** The history property the Resolver records a request's unparsable EventJson under (resolver-worker/project.ts). */
 const RESOLVER_PAYLOAD_PROBLEM = 'ResolverPayloadProblem';
@@ -222,7 +230,7 @@ export class Manager {
       const shown = seen === undefined ? rows : rows.filter((r) => r.lastMessageId === seen);
       if (shown.length === 0) throw conflict(CHANGED_SINCE_SEEN, CHANGED_SINCE_SEEN_CODE);
       const row = shown.find((r) => refusal(spec, r) === undefined);
-      if (!row) throw conflict(refusal(spec, shown[0]!) ?? 'the event does not allow this action');
+      if (!row) throw conflict(refusal(spec, shown[0]!) ?? 'the event does not allow this action', settledCode(spec, shown));
 
       const answered = row.lastMessageId;
       let eventTypeId = row.eventTypeId;
@@ -503,7 +511,7 @@ export class Manager {
     // already sent - 'duplicate' would drop it without a word.
     const mismatch =
       spec.kind === 'resubmit' ? resubmitMismatch(spec, row, sentAudit, before) : spec.kind === 'skip' ? undefined : handoffMismatch(spec, row, sentAudit, isRecorded ? recorded : null, asker);
-    if (mismatch) throw conflict(mismatch);
+    if (mismatch) throw conflict(mismatch, settledCode(spec, []));
     const duplicate: CommandResult = { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'duplicate', messageId, messageType: commandType(spec) };
     if (sentAudit) return duplicate;
     // A claim without a receipt is presumed still in its sender's hands for CLAIM_GRACE_MS, unless its send failed here.
@@ -689,6 +697,14 @@ export class Manager {
 
 }
 
+
+/**
+ * HANDOFF_SETTLED_CODE for a handoff settlement refused while none of `rows` is a pending handoff (settled, or
+ * resolved otherwise); undefined for other commands, and while a handoff is pending under another message.
+ */
+function settledCode(spec: CommandSpec, rows: readonly StatusRow[]): string | undefined {
+  return (spec.kind === 'handoffComplete' || spec.kind === 'handoffFail') && !rows.some(isHandoff) ? HANDOFF_SETTLED_CODE : undefined;
+}
 
 /** Why an event's rows cannot be acted on as read (undefined when the set is whole). */
 export function incompleteRows(eventId: string, corrupt: EventRows['corrupt'], truncated: boolean): string | undefined {
