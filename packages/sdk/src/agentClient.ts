@@ -344,7 +344,9 @@ export class AgentClient {
     }
     if (signal.aborted) return undefined;
     if (result === null) return leaveHoldMs;
-    const input = { endpointId: h.endpointId, eventId: h.eventId, messageId: h.messageId, ...result } as AgentSettleInput;
+    // The handoff's ids last, so they win: a result that carries its own (an external system's messageId, spread in
+    // by the work) sent the settlement to another message - refused 409 and, taken as settled, the result dropped.
+    const input = { ...result, endpointId: h.endpointId, eventId: h.eventId, messageId: h.messageId } as AgentSettleInput;
     for (let attempt = 1; !signal.aborted; attempt++) {
       let alreadySettled = false;
       let conflictDetail: string | undefined;

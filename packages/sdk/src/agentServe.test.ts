@@ -486,6 +486,27 @@ test('a settlement answered 409 without the "settled" code keeps its result: hel
   }
 });
 
+test('the handoff\'s ids win over a work result that carries its own: the settlement goes to the handoff received', async () => {
+  // A result spread from an external system's answer ({ messageId: 'ext-77', ... }) overwrote the handoff's messageId:
+  // the console refused the settlement (409, not the event's pending handoff) and the result was dropped.
+  const console_ = await startConsole(['evt-a']);
+  const signal = signals();
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      { concurrency: 1, onSettled: (h) => signal.fire(`${h.eventId} settled`) },
+      async () => ({ outcome: 'completed', result: { journal: 'J-1' }, ...{ messageId: 'ext-77', eventId: 'evt-other', endpointId: 'ledger' } }) as HandoffWorkResult,
+      signal.fired,
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    const body = console_.requests.find((r) => r.path === '/api/agent/settle')?.body as Record<string, unknown>;
+    assert.deepEqual([body.endpointId, body.eventId, body.messageId], ['erpendpoint', 'evt-a', 'm-evt-a']);
+    assert.deepEqual(body.result, { journal: 'J-1' });
+  } finally {
+    await console_.close();
+  }
+});
+
 const unauthorized: Answer = { status: 401, body: JSON.stringify({ error: 'unauthorized', detail: 'sign in or present a bearer token (no valid session or bearer token)' }) };
 
 test('a settlement whose token the console refuses (401) keeps its result and is tried again with a new token: the work is not run a second time', async () => {
