@@ -32,6 +32,7 @@ import { eventHistory } from '../reconcile/history.ts';
 import { inHistoryOrder } from '../historyOrder.ts';
 import { sendCertainlyRefused } from '../subscriptions/sendOutcome.ts';
 import { conflict, HttpError, notFound } from '../http.ts';
+import { isSizeRefusal, requireSendableSize } from '../messageSize.ts';
 import { log } from '../log.ts';
 import { auditorFields, buildCommand, commandMessageId, commandType, handedOffBy, originatingOf, type Auditor, type BuiltCommand, type CommandSpec } from './commands.ts';
 import { withSendSpan } from '@nimbus/sdk';
@@ -250,6 +251,11 @@ export class Manager {
       // Built before the claim: a command that cannot be built (a result JSON cannot encode) must not leave a claim
       // that nothing will send, answered 409 "being sent" until CLAIM_GRACE_MS or Reconcile.
       const built = buildCommand(spec, row, answered, eventTypeId, payload, auditor);
+      // A settlement too large for the broker is refused before its claim (413, never retried): sent, the broker
+      // refused it and the answer was 503 - an agent retried it for ever, each attempt a claim, an undo and a
+      // CommandNotSent entry in the event's history (server/messageSize.ts).
+      if (spec.kind === 'handoffComplete' || spec.kind === 'handoffFail')
+        requireSendableSize('the settlement (its result or text, as the command carries it)', (built.message.body as Buffer).length);
       const claimedAt = this.#now();
       const claim = await this.#store.writeStatus(claimWrite(spec, row, answered, eventTypeId, payload), claimExpectation(row));
       // Someone else changed the row between our read and our claim: decide again on the new version.
@@ -628,6 +634,8 @@ export class Manager {
     // A broker refusal means nothing was enqueued; a timeout or a lost connection may have happened after it was.
     const refused = sendCertainlyRefused(err);
     const claimText = await this.#undoClaim(row, built, auditor, previous, { reason: text.slice(0, 1000), data: { brokerRefused: refused }, log: { refused, err: text } });
+    // Refused for its size, the same command is refused again: 413, which no client retries (not 503 "try again").
+    if (isSizeRefusal(err)) throw new HttpError(413, 'too large', `the command is larger than Service Bus accepts; nothing was sent and ${claimText}. Send a smaller one`);
     throw new HttpError(503, 'unavailable', `the command could not be sent to Service Bus; ${claimText}. Try again (it will not be sent twice)`);
   }
 
