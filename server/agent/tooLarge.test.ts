@@ -26,14 +26,14 @@ const stack = useConsoleStack({
 function agentAs(who: Principal) {
   const cookie = `${SESSION_COOKIE}=${sealSession(who, { secret: SECRET, maxAgeSeconds: 600 })}`;
   const seen = { requests: 0 };
-  const fetch = (async (input: URL, init: RequestInit) => {
+  const routes = (async (input: URL, init: RequestInit) => {
     seen.requests++;
     const request = new Request(`http://127.0.0.1:3000${input.pathname}`, { ...init, headers: { ...(init.headers as Record<string, string>), host: '127.0.0.1:3000', cookie } });
     if (input.pathname.endsWith('/settle')) return (await import('../../app/api/agent/settle/route.ts')).POST(request);
     return (await import('../../app/api/agent/publish/route.ts')).POST(request);
   }) as typeof fetch;
   // Retries as the default client's, quicker: a 503 would be sent 4 times.
-  return { client: new AgentClient({ consoleUrl: 'http://127.0.0.1:3000', fetch, retry: { attempts: 4, initialMs: 10, maxMs: 10 } }), seen };
+  return { client: new AgentClient({ consoleUrl: 'http://127.0.0.1:3000', fetch: routes, retry: { attempts: 4, initialMs: 10, maxMs: 10 } }), seen };
 }
 
 const refusal = async (p: Promise<unknown>): Promise<AgentRequestError> => {
