@@ -250,7 +250,7 @@ export class AgentClient {
    * again. A 403 (the agent's role) is given up on without holding the handoff out; a status the SDK has no meaning
    * for is held like a refusal (afterSettleFailure). A receive that fails, or answers "nothing pending" before half
    * its wait, is reported to `onError` and the next waits 1 s, doubling to 30 s. A token provider that gives no token
-   * (NoTokenError: a configuration fault), or a token the console refuses (401: expired or revoked), is reported with
+   * (NoTokenError: a configuration fault), or a token the console refuses (401: expired or not valid), is reported with
    * stage 'token': a receive waits as above, a settlement keeps its result and is tried again after 1 s, doubling to
    * 30 s (the work is not run again). What a hook throws does not end the loop
    * (serveHooks.ts). Resolves when stopped.
@@ -512,7 +512,7 @@ const UNREADABLE_SETTLE_ATTEMPTS = 3;
  * agents the work can run twice regardless: receive does not claim).
  */
 function afterSettleFailure(err: unknown, attempt: number): 'retry' | 'hold' | 'give up' {
-  // No token, or one the console refused (401: it expired or was revoked between the receive and the settlement,
+  // No token, or one the console refused (401: it expired, or stopped being valid, between the receive and the settlement,
   // and the console read nothing of the settlement): the work is done and its result in hand; given up, the
   // handoff would be handed out again and the work - an import, a payment - run a second time once a good token
   // comes (the next receive asks the provider again) - by this loop: with several agents on the endpoint the work can
