@@ -2,13 +2,18 @@
 // catalog, with a payload checked against the catalog's JSON schema for the type (400 with the schema's complaint
 // otherwise), sent by the console's own Service Bus connection - the agent holds no bus credentials. The message is
 // built by the SDK's Publisher, so it is the same wire message an endpoint's own publisher sends (session key from
-// the catalog, a message id derived from the payload: the same publish twice is deduplicated by the broker).
+// the catalog, a message id derived from the payload). Nothing deduplicates a publish sent twice: the topics have no
+// duplicate detection, so an agent's retry after a lost answer (or a 5xx) is delivered twice, under the same message
+// id, and subscribers drop the second copy with their inbox (docs/agents.md). A payload too large for the broker is refused with 413
+// before anything is sent, and a broker's size refusal answered 413 too (server/messageSize.ts): answered 503 "try
+// again", an agent's client retried it for ever.
 import { describePayloadIssues, payloadIssues, type Catalog } from '@nimbus/sdk/contract';
 import { createPublisher, PublishValidationError, sessionKeysFromCatalog, type Publisher } from '@nimbus/sdk';
 import type { ConsoleContext } from '../context.ts';
 import { HttpError, badRequest } from '../http.ts';
 import { schemaFor } from '../payloadSchemaCheck.ts';
 import { log } from '../log.ts';
+import { isSizeRefusal, requireSendableSize } from '../messageSize.ts';
 
 export interface Published {
   endpointId: string;
@@ -61,11 +66,13 @@ export async function publishAsAgent(
   sessionId?: string,
 ): Promise<Published> {
   checkPublish(ctx.catalog, endpointId, eventTypeId, payload);
+  requireSendableSize("the event's payload", Buffer.byteLength(JSON.stringify(payload), 'utf8'));
   try {
     const r = await publisherFor(ctx, endpointId).publish(eventTypeId, payload, sessionId ? { sessionId } : {});
     return { endpointId, eventTypeId, ...r };
   } catch (err) {
     if (err instanceof PublishValidationError) throw badRequest(err.message);
+    if (isSizeRefusal(err)) throw new HttpError(413, 'too large', 'the event is larger than Service Bus accepts; nothing was sent - send a smaller one');
     log.warn({ endpointId, eventTypeId, err: err instanceof Error ? err.message : String(err) }, 'agent publish not sent');
     throw new HttpError(503, 'unavailable', 'the event could not be sent to the bus; try again');
   }

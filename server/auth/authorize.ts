@@ -195,8 +195,12 @@ async function refuse(
       details: budget.skippedBefore > 0 ? { refusalsNotAudited: budget.skippedBefore } : null,
       endpoints,
     });
-    // The event page shows its own trail: a signed-in caller's refused attempt against the event belongs there too.
-    if (principal !== null && subject.eventId !== undefined && endpointId !== undefined) {
+    // The event page shows its own trail: a signed-in caller's refused attempt against the event belongs there too -
+    // a caller holding some console role. One holding none is kept out as the unauthenticated are: any app that can
+    // get a token for the console's audience (or any account of the tenant) is such a caller, names itself, and
+    // chooses the event id, so it could write "Denied … by <an operator's name>" into any event's trail. Its
+    // refusal is still in the audit log, under its stable id.
+    if (principal !== null && assignments.length > 0 && subject.eventId !== undefined && endpointId !== undefined) {
       await ctx.store
         .recordAudit({
           eventId: subject.eventId,

@@ -108,6 +108,14 @@ describe('bearer tokens (service principals)', () => {
       await assert.rejects(idp.clientCredentialsToken({ clientSecret: 'wrong' }), /client credentials grant failed: invalid_client/);
   });
 
+  test('a display name with control or bidirectional-override characters has them replaced as it enters', async () => {
+    // Before, "\u202Etset@rotarepo" was kept as given and shown in trails and the audit log as "operator@test".
+    const named = await principalFromBearer(await forge({ app_displayname: '\u202Etset@rotarepo\u0000' }), provider);
+    assert.equal(named?.name, '\uFFFDtset@rotarepo\uFFFD');
+    const client = await principalFromBearer(await forge({ client_name: 'ledger\u2066 import' }), provider);
+    assert.equal(client?.name, 'ledger\uFFFD import');
+  });
+
   test("a user's token (id token or delegated) is not a service principal", async () => {
     assert.equal(await principalFromBearer(await forge({ sub: 'user-operator', nonce: 'n0nce-value' }), provider), null);
     assert.equal(await principalFromBearer(await forge({ sub: 'user-operator' }), provider), null);

@@ -5,6 +5,7 @@
 import { createRemoteJWKSet, customFetch, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { z } from 'zod';
 import type { Principal } from './principal.ts';
+import { printableName } from './printable.ts';
 import type { ProviderConfig } from './config.ts';
 import { discover } from './discovery.ts';
 import { providerFetch } from './providerFetch.ts';
@@ -85,7 +86,8 @@ export async function principalFromBearer(
   return {
     kind: 'service',
     id: clientId,
-    name: firstString(payload.app_displayname, payload.client_name) ?? clientId,
+    // The name is the token's own claim: shown in trails and the audit log, it must not reorder or hide text.
+    name: printableName(firstString(payload.app_displayname, payload.client_name) ?? clientId),
     roles: stringList.parse(payload.roles),
     groups: stringList.parse(payload.groups),
   };

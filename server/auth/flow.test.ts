@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
 // The console is https here, so the sign-in cookie carries the __Host- prefix.
-import { beginSignIn, completeSignIn, safeReturnTo, signOut, SECURE_SIGNIN_COOKIE as SIGNIN_COOKIE } from './flow.ts';
+import { beginSignIn, completeSignIn, principalFromIdClaims, safeReturnTo, signOut, SECURE_SIGNIN_COOKIE as SIGNIN_COOKIE } from './flow.ts';
 import { getPrincipal } from './authenticate.ts';
 // The console is https here, so its session cookie carries the __Host- prefix.
 import { SECURE_SESSION_COOKIE as SESSION_COOKIE } from './session.ts';
@@ -279,4 +279,11 @@ describe('sign-in flow (MSAL, Entra mode, against an Entra look-alike)', () => {
       delete process.env.NIMBUS_AUTH_BEARER_AUDIENCE;
     }
   });
+});
+
+test("a user's display name from the id token has control and bidirectional-override characters replaced", () => {
+  // Before, "\u202Etset@rotarepo" was sealed into the session as given and shown in trails as "operator@test".
+  const who = principalFromIdClaims({ oid: 'oid-1', preferred_username: '\u202Etset@rotarepo', roles: [] });
+  assert.equal(who?.name, '\uFFFDtset@rotarepo');
+  assert.equal(principalFromIdClaims({ sub: 'sub-1', email: 'a\u0007b@test' })?.name, 'a\uFFFDb@test');
 });

@@ -7,6 +7,7 @@ import { CryptoProvider, type AuthenticationResult } from '@azure/msal-node';
 import { z } from 'zod';
 import { currentAuthConfig, type AuthConfig } from './config.ts';
 import type { Principal } from './principal.ts';
+import { printableName } from './printable.ts';
 import { sealSession, sessionCookieName } from './session.ts';
 import { openSealed, seal } from './sealed.ts';
 import { msalClient } from './msal.ts';
@@ -140,7 +141,8 @@ export function principalFromIdClaims(claims: Record<string, unknown>): Principa
   return {
     kind: 'user',
     id,
-    name: str(claims.preferred_username) ?? str(claims.email) ?? str(claims.name) ?? id,
+    // Shown in trails and the audit log: no control or bidirectional-override characters (grants.ts printableName).
+    name: printableName(str(claims.preferred_username) ?? str(claims.email) ?? str(claims.name) ?? id),
     roles: list(claims.roles),
     groups: list(claims.groups),
   };

@@ -12,6 +12,7 @@ import { cosmosStatus, rethrowCosmos } from '../../lib/store/index.ts';
 import { openContainer, type ContainerSlot } from '../../lib/store/containers.ts';
 import type { Principal } from './principal.ts';
 import { ROLES, type RoleAssignment } from './roles.ts';
+import { UNPRINTABLE } from './printable.ts';
 
 export const GRANTS_CONTAINER = 'roleGrants';
 const GRANT_CACHE_MS = 5_000;
@@ -26,12 +27,6 @@ const grantFields = {
   role: z.enum(ROLES),
   endpointId: z.string().regex(/^[A-Za-z0-9._-]{1,50}$/, 'an endpoint id').nullable().default(null),
 };
-/**
- * Control characters (NUL included) and the bidirectional overrides and isolates: in a grant's subject or name they
- * make the Access page and the audit log show one identity while the grant names another.
- */
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 const printable = (what: string) => (v: string | undefined) => v === undefined || !UNPRINTABLE.test(v) || `${what} must not contain control or bidirectional-override characters`;
 const checkPrintable = (what: string) => (v: string | undefined, ctx: z.RefinementCtx) => {
   const problem = printable(what)(v);

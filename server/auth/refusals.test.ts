@@ -66,6 +66,22 @@ describe('refusals an attacker could aim', () => {
     assert.ok(site.items.every((e) => e.eventId === null));
   });
 
+  test("a signed-in caller holding no console role writes no Denied entry into the event's trail, whatever it is named", async () => {
+    // Any account of the tenant (or any app that can get a token for the console) holds no role and names itself:
+    // before, its refused skip wrote "Denied … by operator@test" into the trail of any event it chose.
+    const skip = await import('../../app/api/event/skip/[endpointId]/[eventId]/route.ts');
+    const e = await seedEvent(stack.store, Date.now() - 60_000, { endpointId: 'billingendpoint', eventId: 'evt-roleless', sessionId: 'S-roleless', eventTypeId: 'OrderPlaced', payload: { orderId: 'O-1' } }, MessageType.ErrorResponse, { errorText: 'x' });
+    const roleless: Principal = { kind: 'user', id: 'oid-nobody', name: 'operator@test', roles: [], groups: [] };
+    assert.equal((await skip.POST(post(roleless), params({ endpointId: 'billingendpoint', eventId: e.eventId }))).status, 403);
+    assert.deepEqual((await stack.store.listAudits(e.eventId)).items.filter((a) => a.type === 'Denied'), [], 'nothing in the trail');
+    // Still in the site-level audit log, under its stable id.
+    const site = await queryAudit(stack.store.database, { user: 'oid-nobody', action: 'skip', pageSize: 10 });
+    assert.deepEqual(site.items.map((x) => [x.actorId, x.outcome, x.status]), [['oid-nobody', 'denied', 403]]);
+    // A caller holding a role (a Reader) still has its refused attempt in the trail.
+    assert.equal((await skip.POST(post(READER), params({ endpointId: 'billingendpoint', eventId: e.eventId }))).status, 403);
+    assert.deepEqual((await stack.store.listAudits(e.eventId)).items.filter((a) => a.type === 'Denied').map((a) => a.auditor), ['reader@test']);
+  });
+
   test('bulk resubmit/skip, reconcile and subscription actions refuse before reading or validating the body', async () => {
     const bulkResubmit = await import('../../app/api/event/resubmit/route.ts');
     const bulkSkip = await import('../../app/api/event/skip/route.ts');

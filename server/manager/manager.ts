@@ -33,6 +33,7 @@ import { eventHistory } from '../reconcile/history.ts';
 import { inHistoryOrder } from '../historyOrder.ts';
 import { sendCertainlyRefused } from '../subscriptions/sendOutcome.ts';
 import { conflict, HttpError, notFound } from '../http.ts';
+import { isSizeRefusal, requireSendableSize } from '../messageSize.ts';
 import { log } from '../log.ts';
 import { auditorFields, buildCommand, COMMAND_ID_PREFIX, commandMessageId, commandType, handedOffBy, originatingOf, type Auditor, type BuiltCommand, type CommandSpec } from './commands.ts';
 import { withSendSpan } from '@nimbus/sdk';
@@ -103,6 +104,14 @@ export const CHANGED_SINCE_SEEN = 'the event has changed since you opened it (an
  * the command, a claim under way) by this, not by the detail's wording, and then shows the event as it now is.
  */
 export const CHANGED_SINCE_SEEN_CODE = 'changed';
+/**
+ * The JSON error's `code` of a handoff settlement refused because the handoff is settled already - the same one sent
+ * before (settle.ts), one sent with another text (#repeat), or the event no longer a pending handoff at all. Only
+ * this 409 tells an agent to drop its result: the others (rows that no longer parse, a claim under way, "kept
+ * changing", another handoff pending) are not the handoff settled, and the SDK's serve keeps its result for them
+ * (packages/sdk/src/agentClient.ts SETTLED_CODE; before, it took every 409 as settled and the work ran again).
+ */
+export const HANDOFF_SETTLED_CODE = 'settled';
 
 /** The history property the Resolver records a request's unparsable EventJson under (resolver-worker/project.ts). */
 const RESOLVER_PAYLOAD_PROBLEM = 'ResolverPayloadProblem';
@@ -223,7 +232,7 @@ export class Manager {
       const shown = seen === undefined ? rows : rows.filter((r) => r.lastMessageId === seen);
       if (shown.length === 0) throw conflict(CHANGED_SINCE_SEEN, CHANGED_SINCE_SEEN_CODE);
       const row = shown.find((r) => refusal(spec, r) === undefined);
-      if (!row) throw conflict(refusal(spec, shown[0]!) ?? 'the event does not allow this action');
+      if (!row) throw conflict(refusal(spec, shown[0]!) ?? 'the event does not allow this action', settledCode(spec, shown));
 
       const answered = row.lastMessageId;
       let eventTypeId = row.eventTypeId;
@@ -242,6 +251,11 @@ export class Manager {
       // Built before the claim: a command that cannot be built (a result JSON cannot encode) must not leave a claim
       // that nothing will send, answered 409 "being sent" until CLAIM_GRACE_MS or Reconcile.
       const built = buildCommand(spec, row, answered, eventTypeId, payload, auditor);
+      // A settlement too large for the broker is refused before its claim (413, never retried): sent, the broker
+      // refused it and the answer was 503 - an agent retried it for ever, each attempt a claim, an undo and a
+      // CommandNotSent entry in the event's history (server/messageSize.ts).
+      if (spec.kind === 'handoffComplete' || spec.kind === 'handoffFail')
+        requireSendableSize('the settlement (its result or text, as the command carries it)', (built.message.body as Buffer).length);
       const claimedAt = this.#now();
       const claim = await this.#store.writeStatus(claimWrite(spec, row, answered, eventTypeId, payload), claimExpectation(row));
       // Someone else changed the row between our read and our claim: decide again on the new version.
@@ -528,7 +542,7 @@ export class Manager {
     // already sent - 'duplicate' would drop it without a word.
     const mismatch =
       spec.kind === 'resubmit' ? resubmitMismatch(spec, row, sentAudit, before) : spec.kind === 'skip' ? undefined : handoffMismatch(spec, row, sentAudit, isRecorded ? recorded : null, asker);
-    if (mismatch) throw conflict(mismatch);
+    if (mismatch) throw conflict(mismatch, settledCode(spec, []));
     const duplicate: CommandResult = { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'duplicate', messageId, messageType: commandType(spec) };
     if (sentAudit) return duplicate;
     // A claim without a receipt is presumed still in its sender's hands for CLAIM_GRACE_MS, unless its send failed here.
@@ -645,6 +659,8 @@ export class Manager {
     // A broker refusal means nothing was enqueued; a timeout or a lost connection may have happened after it was.
     const refused = sendCertainlyRefused(err);
     const claimText = await this.#undoClaim(row, built, auditor, previous, { reason: text.slice(0, 1000), data: { brokerRefused: refused }, log: { refused, err: text } });
+    // Refused for its size, the same command is refused again: 413, which no client retries (not 503 "try again").
+    if (isSizeRefusal(err)) throw new HttpError(413, 'too large', `the command is larger than Service Bus accepts; nothing was sent and ${claimText}. Send a smaller one`);
     throw new HttpError(503, 'unavailable', `the command could not be sent to Service Bus; ${claimText}. Try again (it will not be sent twice)`);
   }
 
@@ -722,6 +738,14 @@ const writtenByCommand = (row: StatusRow): boolean => row.requestMessageId?.star
 function payloadProblem(entry: HistoryEntry): string | undefined {
   const problem = entry.properties?.[RESOLVER_PAYLOAD_PROBLEM];
   return problem === undefined || problem === null || problem === '' ? undefined : String(problem).slice(0, 300);
+}
+
+/**
+ * HANDOFF_SETTLED_CODE for a handoff settlement refused while none of `rows` is a pending handoff (settled, or
+ * resolved otherwise); undefined for other commands, and while a handoff is pending under another message.
+ */
+function settledCode(spec: CommandSpec, rows: readonly StatusRow[]): string | undefined {
+  return (spec.kind === 'handoffComplete' || spec.kind === 'handoffFail') && !rows.some(isHandoff) ? HANDOFF_SETTLED_CODE : undefined;
 }
 
 /** Why an event's rows cannot be acted on as read (undefined when the set is whole). */

@@ -552,6 +552,21 @@ describe('MCP payloads nested deeper than the SDK accepts', () => {
   });
 });
 
+describe('resubmit_event with an eventTypeId and no payload', () => {
+  // The HTTP route refuses it (400, "eventTypeId goes with an edited payload"); the tool dropped the eventTypeId and
+  // resubmitted the stored payload under the stored type, answered as done.
+  const caller: Principal = { kind: 'user', id: 'oid-mcp-type-alone', name: 'mcp-type-alone@test', roles: ['Handoff.Settle'], groups: [] };
+
+  test('is refused with 400 as the route refuses it, audited, and nothing is sent', async () => {
+    const eventId = seeded.failed.eventId;
+    const before = (await stack.store.getEvent('billingendpoint', eventId, 5))?.rows.map((r) => r.lastMessageId);
+    const result = await callResult(caller, 'resubmit_event', { endpointId: 'billingendpoint', eventId, eventTypeId: 'OrderCancelled' });
+    assert.match(text(result), /^bad request \(400\): invalid arguments for resubmit_event: eventTypeId: eventTypeId goes with an edited payload/);
+    assert.deepEqual((await auditOf(caller)).map((e) => [e.action, e.outcome, e.status]), [['resubmit', 'failed', 400]]);
+    assert.deepEqual((await stack.store.getEvent('billingendpoint', eventId, 5))?.rows.map((r) => r.lastMessageId), before, 'the event is as it was');
+  });
+});
+
 describe('resubmit_event and skip_event called by a Reader', () => {
   // They were registered for operators only: a Reader's call was the MCP SDK's "tool not found", neither a refusal
   // that says why nor audited as denied, while the HTTP routes answer 403 and audit it (docs/security.md).

@@ -28,7 +28,7 @@ import { auditingFailure, badRequest, describeError, parseOr400 } from '../http.
 import { log } from '../log.ts';
 import { endpointsWithCounts, eventDetails, listEndpointEvents, type EventListItem } from '../queries.ts';
 import { requirePayloadMatchesSchema } from '../payloadSchemaCheck.ts';
-import { endpointIdParam, handoffResultSchema, idParam, payloadSchema } from '../schemas.ts';
+import { endpointIdParam, handoffResultSchema, idParam, payloadSchema, resubmitBody } from '../schemas.ts';
 // The tools' ids are taken exactly as sent, as the Agent API's (server/exactIdFilters.ts): a tool's eventTypeId or
 // sessionId is never trimmed into another id. Left out is no filter; empty and spaces alone are refused in words.
 import { exactIdTarget } from '../exactIdFilterSchema.ts';
@@ -112,12 +112,15 @@ function registerCheckedTool<Shape extends z.ZodRawShape>(
   action: Action,
   config: ToolConfig<Shape>,
   handler: (args: z.output<z.ZodObject<Shape>>, extra: ToolExtra) => Promise<CallToolResult>,
+  /** A rule across the arguments (the route's body schema), checked with them: throws HttpError 400 when broken. */
+  check?: (args: z.output<z.ZodObject<Shape>>) => void,
 ): void {
   const schema = z.object(config.inputSchema);
   server.registerTool(name, { ...config, inputSchema: acceptingAnyObject(name, schema) }, async (raw: unknown, extra: ToolExtra) => {
     let args: z.output<z.ZodObject<Shape>>;
     try {
       args = parseOr400(schema, raw, `arguments for ${name}`);
+      check?.(args);
     } catch (err) {
       return run(() => refuseInput(request, action, err, { target: `mcp ${name}` }));
     }
@@ -458,6 +461,9 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
             : { kind: 'resubmit' as const };
         return audited(me, () => ctx.manager.execute(args.endpointId, args.eventId, spec, actorOf(me)), (r) => ({ ...details, messageId: r.messageId, outcome: r.outcome }));
       }),
+    // The route's own rule (resubmitBody: "eventTypeId goes with an edited payload"): without it an eventTypeId with
+    // no payload was dropped and the stored payload resubmitted under its stored type, answered as done.
+    (args) => void parseOr400(resubmitBody, { payload: args.payload, eventTypeId: args.eventTypeId }, 'arguments for resubmit_event'),
   );
 
   registerCheckedTool(

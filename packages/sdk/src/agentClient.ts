@@ -3,7 +3,7 @@
 // events - over HTTPS with a service principal's bearer token, holding no Service Bus credentials at all.
 //
 // Transient answers (no answer, timeouts, 408, 429, 5xx) are retried with backoff (Retry-After is honoured);
-// refusals (400, 401, 403, 404, 409) are not. A receive is a long-poll: its time limit is the wait plus the usual
+// refusals (400, 401, 403, 404, 409, 413) are not. A receive is a long-poll: its time limit is the wait plus the usual
 // per-attempt limit. `serve` runs the whole agent loop: receive (skipping the handoffs it holds), run the work,
 // settle - retrying a settlement until it lands, since a finished job that is never reported leaves its session
 // blocked; a settlement the console refuses for good is not retried, and neither it nor a handoff the work leaves
@@ -13,7 +13,7 @@ import { describeIssues } from './contract/index.ts';
 import { Backoff, sleep } from './backoff.ts';
 import { HandoffClientError } from './handoffClient.ts';
 import { truncateDescription } from './decide.ts';
-import { HeldHandoffs, LEAVE_HOLD_MS, MAX_EXCLUDE, MIN_LEAVE_HOLD_MS, REFUSAL_HOLD_MS } from './heldHandoffs.ts';
+import { HeldHandoffs, LEAVE_HOLD_MS, MAX_EXCLUDE, MAX_REMEMBERED, MIN_LEAVE_HOLD_MS, REFUSAL_HOLD_MS } from './heldHandoffs.ts';
 import { containHooks, type ContainedHooks } from './serveHooks.ts';
 import { encodeBody, requestTiming } from './consoleRequestOptions.ts';
 import { consoleBase, ConsoleTokens, jsonOrString, NoTokenError, readJson, type ConsoleToken } from './consoleHandoffClient.ts';
@@ -107,13 +107,24 @@ export class AgentRequestError extends HandoffClientError {
   readonly status: number;
   readonly error: string;
   readonly detail: string;
-  constructor(what: string, status: number, error: string, detail: string) {
+  /** The console's stable name for this refusal, when it gives one (e.g. SETTLED_CODE on a settlement's 409). */
+  readonly code: string | undefined;
+  constructor(what: string, status: number, error: string, detail: string, code?: string) {
     super(`${what} ${status === 0 ? 'got no answer' : `refused with ${status}`}: ${error}${detail ? ` (${detail})` : ''}`);
     this.status = status;
     this.error = error;
     this.detail = detail;
+    this.code = code;
   }
 }
+
+/**
+ * The `code` of the console's 409 to a settlement of a handoff that is settled already (server/manager/manager.ts
+ * HANDOFF_SETTLED_CODE). Only that 409 is taken as settled: the console answers 409 also while the event's rows
+ * cannot be read whole, while a claim is under way, when the event "kept changing", or when another handoff of the
+ * event is pending - none of them the handoff settled.
+ */
+export const SETTLED_CODE = 'settled';
 
 const RETRYABLE = new Set([408, 429, 500, 502, 503, 504]);
 
@@ -149,7 +160,8 @@ export interface ServeOptions {
    */
   onError?: (error: unknown, context: { stage: 'receive' | 'settle' | 'onSettled' | 'token'; eventId?: string }) => void;
   /**
-   * Each settlement made, or found made already (`alreadySettled`: the console answered 409). `outcome` is this
+   * Each settlement made, or found made already (`alreadySettled`: the console answered 409 with code SETTLED_CODE;
+   * any other 409 goes to onError, the result kept for the handoff's return). `outcome` is this
    * loop's own; a settlement found made may be another's - receive does not claim, so another agent or an operator
    * may have settled the handoff while this loop held its settlement (a 401 retried, say), possibly otherwise - and
    * `conflictDetail` is the console's 409 text saying what it knows of it. What this hook throws goes to `onError`.
@@ -223,8 +235,10 @@ export class AgentClient {
 
   /**
    * The agent loop: receive handoffs of the endpoint (the ones in hand excluded), run `work` on each, settle
-   * what it answers. Settling is retried until it lands or is refused; a 409 then means it is settled already - by
-   * this loop, or (receive does not claim) by another agent or an operator: onSettled is given the console's text.
+   * what it answers. Settling is retried until it lands or is refused; a 409 with code SETTLED_CODE then means it is
+   * settled already - by this loop, or (receive does not claim) by another agent or an operator: onSettled is given
+   * the console's text. Any other 409 (not settled: the event's rows unreadable, a claim under way, another handoff
+   * pending) is reported to onError and held like a refusal, its result kept and sent when the handoff comes back.
    * An exception from `work` settles the handoff as failed with the exception's message (clipped to the console's
    * limit). A handoff whose settlement is refused for good (400, 404, an input settle() refuses, or a result that
    * JSON cannot encode, e.g. circular or holding a BigInt: settle() throws before sending) is reported to
@@ -236,7 +250,7 @@ export class AgentClient {
    * again. A 403 (the agent's role) is given up on without holding the handoff out; a status the SDK has no meaning
    * for is held like a refusal (afterSettleFailure). A receive that fails, or answers "nothing pending" before half
    * its wait, is reported to `onError` and the next waits 1 s, doubling to 30 s. A token provider that gives no token
-   * (NoTokenError: a configuration fault), or a token the console refuses (401: expired or revoked), is reported with
+   * (NoTokenError: a configuration fault), or a token the console refuses (401: expired or not valid), is reported with
    * stage 'token': a receive waits as above, a settlement keeps its result and is tried again after 1 s, doubling to
    * 30 s (the work is not run again). What a hook throws does not end the loop
    * (serveHooks.ts). Resolves when stopped.
@@ -253,6 +267,8 @@ export class AgentClient {
     const waitSeconds = Math.min(30, Math.max(1, Math.floor(options.waitSeconds ?? 20)));
     const inHand = new Map<string, Promise<void>>();
     const held = new HeldHandoffs();
+    // Results whose settlement met a 409 that is not "settled": sent again, the work not run, when the handoff comes back.
+    const kept = new KeptResults();
     // The wait after a receive handed out a handoff still held: 1 s doubling to 30 s, until a receive hands out another.
     const heldAgain = new Backoff();
     // A hook's failure must not end the loop: the handoffs would stop being worked (serveHooks.ts).
@@ -296,7 +312,7 @@ export class AgentClient {
       if (!handoff) continue;
       const h = handoff;
       // Held before it leaves the hand, so no receive in between can be handed it back.
-      const job = this.#work(h, work, signal, hooks, leaveHoldMs)
+      const job = this.#work(h, work, signal, hooks, leaveHoldMs, kept)
         .then((holdMs) => {
           if (holdMs !== undefined) held.hold(h.eventId, holdMs);
         })
@@ -313,17 +329,24 @@ export class AgentClient {
     signal: AbortSignal,
     hooks: ContainedHooks,
     leaveHoldMs: number,
+    kept: KeptResults,
   ): Promise<number | undefined> {
-    let result: HandoffWorkResult;
-    try {
-      result = await work(h, signal);
-    } catch (err) {
-      if (signal.aborted) return undefined;
-      result = failureOf(err);
+    // A result kept from an earlier settlement of this very handoff (same event, same message) is sent as it was:
+    // the work is done, and running it again would import, or pay, twice.
+    let result: HandoffWorkResult | undefined = kept.take(h);
+    if (result === undefined) {
+      try {
+        result = await work(h, signal);
+      } catch (err) {
+        if (signal.aborted) return undefined;
+        result = failureOf(err);
+      }
     }
     if (signal.aborted) return undefined;
     if (result === null) return leaveHoldMs;
-    const input = { endpointId: h.endpointId, eventId: h.eventId, messageId: h.messageId, ...result } as AgentSettleInput;
+    // The handoff's ids last, so they win: a result that carries its own (an external system's messageId, spread in
+    // by the work) sent the settlement to another message - refused 409 and, taken as settled, the result dropped.
+    const input = { ...result, endpointId: h.endpointId, eventId: h.eventId, messageId: h.messageId } as AgentSettleInput;
     for (let attempt = 1; !signal.aborted; attempt++) {
       let alreadySettled = false;
       let conflictDetail: string | undefined;
@@ -331,6 +354,15 @@ export class AgentClient {
         await this.settle(input, { signal });
       } catch (err) {
         if (signal.aborted) return undefined;
+        if (err instanceof AgentRequestError && err.status === 409 && err.code !== SETTLED_CODE) {
+          // A 409 that does not say settled: the event's rows cannot be read whole, a claim is under way, it "kept
+          // changing", or another handoff of the event is pending. Not settled, so the result is kept and the
+          // handoff held out like a refusal; when it comes back the kept result is sent, the work not run again.
+          // Before, every 409 was taken as settled: the result dropped, the handoff handed back, the work run again.
+          hooks.error(err, { stage: 'settle', eventId: h.eventId });
+          kept.keep(h, result);
+          return REFUSAL_HOLD_MS;
+        }
         if (!(err instanceof AgentRequestError && err.status === 409)) {
           hooks.error(err, { stage: tokenAtFault(err) ? 'token' : 'settle', eventId: h.eventId });
           const next = afterSettleFailure(err, attempt);
@@ -419,8 +451,10 @@ export class AgentClient {
       if (parsed.success) return { ok: true, value: parsed.data };
       return { ok: false, retry: false, error: new AgentRequestError(what, response.status, 'unexpected answer', describeIssues(parsed.error)) };
     }
-    const shape = z.object({ error: z.string(), detail: z.string().optional() }).safeParse(answer);
-    const error = new AgentRequestError(what, response.status, shape.success ? shape.data.error : response.statusText || 'error', shape.success ? (shape.data.detail ?? '') : '');
+    const shape = z.object({ error: z.string(), detail: z.string().optional(), code: z.string().optional() }).safeParse(answer);
+    const error = shape.success
+      ? new AgentRequestError(what, response.status, shape.data.error, shape.data.detail ?? '', shape.data.code)
+      : new AgentRequestError(what, response.status, response.statusText || 'error', '');
     const retryAfter = Number(response.headers.get('retry-after'));
     return {
       ok: false,
@@ -434,6 +468,35 @@ export class AgentClient {
 export function createAgentClient(options: AgentClientOptions): AgentClient {
   return new AgentClient(options);
 }
+
+/**
+ * Work results whose settlement met a 409 that is not "settled", by handoff: the event id and the handoff's message
+ * id, so the event's next handoff (another message, after an operator's resubmit) is worked afresh. Bounded as the
+ * holds are (MAX_REMEMBERED, the oldest forgotten first): one forgotten is worked again when it comes back.
+ */
+class KeptResults {
+  readonly #results = new Map<string, Exclude<HandoffWorkResult, null>>();
+
+  keep(h: HandoffRef, result: Exclude<HandoffWorkResult, null>): void {
+    const key = keyOf(h);
+    this.#results.delete(key);
+    this.#results.set(key, result);
+    for (const oldest of this.#results.keys()) {
+      if (this.#results.size <= MAX_REMEMBERED) break;
+      this.#results.delete(oldest);
+    }
+  }
+
+  /** The result kept for this handoff, forgotten here (kept again if its settlement meets such a 409 again). */
+  take(h: HandoffRef): Exclude<HandoffWorkResult, null> | undefined {
+    const key = keyOf(h);
+    const result = this.#results.get(key);
+    this.#results.delete(key);
+    return result;
+  }
+}
+
+const keyOf = (h: HandoffRef) => `${h.eventId}\u0000${h.messageId}`;
 
 /** Attempts at a settlement answered in 2xx without a settlement in it, before it is held out like a refusal. */
 const UNREADABLE_SETTLE_ATTEMPTS = 3;
@@ -449,7 +512,7 @@ const UNREADABLE_SETTLE_ATTEMPTS = 3;
  * agents the work can run twice regardless: receive does not claim).
  */
 function afterSettleFailure(err: unknown, attempt: number): 'retry' | 'hold' | 'give up' {
-  // No token, or one the console refused (401: it expired or was revoked between the receive and the settlement,
+  // No token, or one the console refused (401: it expired, or stopped being valid, between the receive and the settlement,
   // and the console read nothing of the settlement): the work is done and its result in hand; given up, the
   // handoff would be handed out again and the work - an import, a payment - run a second time once a good token
   // comes (the next receive asks the provider again) - by this loop: with several agents on the endpoint the work can

@@ -2,13 +2,14 @@
 // pending handoffs), for what the real console does not answer on demand: hooks that throw, and answers the SDK
 // cannot use. The loop on the console's real routes: packages/sdk/e2e/agentApi.test.ts. Every wait here ends on a
 // signal (a request seen, a hook called), none on a clock.
-import { test } from 'node:test';
+import { mock, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AgentClient, type AgentClientOptions, type HandoffWorkResult, type PendingHandoff, type ServeOptions } from './agentClient.ts';
+import { AgentClient, type AgentRequestError, type AgentClientOptions, type HandoffWorkResult, type PendingHandoff, type ServeOptions } from './agentClient.ts';
 import type { TokenProvider } from './consoleHandoffClient.ts';
 import { HandoffClientError } from './handoffClient.ts';
+import { REFUSAL_HOLD_MS } from './heldHandoffs.ts';
 
 interface Request {
   method: string;
@@ -42,7 +43,7 @@ const handoff = (eventId: string): PendingHandoff => ({
 /**
  * The console's receive and settle, as far as serve uses them: the oldest pending handoff not excluded, else (as
  * the console's long-poll) no answer until the client goes away; a settlement takes the handoff off the list, a
- * second one is 409.
+ * second one is 409 with the console's code for "settled already".
  */
 async function startConsole(pendingIds: string[], override: Override = () => undefined) {
   const pending = pendingIds.map(handoff);
@@ -75,7 +76,7 @@ async function startConsole(pendingIds: string[], override: Override = () => und
     }
     const body = request.body as { endpointId: string; eventId: string; messageId: string; outcome: string };
     const at = pending.findIndex((h) => h.eventId === body.eventId);
-    if (at < 0) return { status: 409, body: JSON.stringify({ error: 'conflict', detail: 'already settled' }) };
+    if (at < 0) return { status: 409, body: JSON.stringify({ error: 'conflict', detail: 'already settled', code: 'settled' }) };
     pending.splice(at, 1);
     const settlement = { endpointId: body.endpointId, eventId: body.eventId, sessionId: `S-${body.eventId}`, outcome: 'sent', messageId: 'c-1', messageType: 'ResolutionResponse' };
     return { status: 200, body: JSON.stringify(settlement) };
@@ -410,7 +411,7 @@ test('a settlement answered 409 (settled already, maybe by another agent or an o
   // onSettled was given no detail (its fourth argument was undefined).
   const detail = 'the handoff of event evt-a is already settled (failure c-9 was sent)';
   const console_ = await startConsole(['evt-a'], (r) =>
-    r.path === '/api/agent/settle' ? { status: 409, body: JSON.stringify({ error: 'conflict', detail }) } : undefined,
+    r.path === '/api/agent/settle' ? { status: 409, body: JSON.stringify({ error: 'conflict', detail, code: 'settled' }) } : undefined,
   );
   const signal = signals();
   try {
@@ -429,6 +430,78 @@ test('a settlement answered 409 (settled already, maybe by another agent or an o
     );
     assert.deepEqual(outcome, { ended: 'stopped' });
     assert.deepEqual(seen, ['evt-a', 'completed', true, detail]);
+  } finally {
+    await console_.close();
+  }
+});
+
+test('a settlement answered 409 without the "settled" code keeps its result: held out like a refusal, and when it comes back the kept result is sent, the work not run again', async () => {
+  // The console answers 409 also when the handoff is not settled: a sibling row of the event no longer parses (this
+  // detail), a claim under way, "kept changing", another handoff of the event pending. Before, serve took every 409
+  // as settled: the result was dropped, the next receive handed the handoff back and the work (an import, a
+  // payment) ran again, for ever. The clock is mocked (Date only) to end the 10-minute hold without waiting for it.
+  mock.timers.enable({ apis: ['Date'], now: Date.now() });
+  const detail = 'event evt-a has 1 status row(s) that no longer parse: evt-a|S-old (status: Invalid option); nothing was sent - repair or remove the row first';
+  const console_ = await startConsole(['evt-a'], (r, seen) => {
+    if (r.path === '/api/agent/settle') return seen === 1 ? { status: 409, body: JSON.stringify({ error: 'conflict', detail }) } : undefined;
+    // Nothing else is pending while evt-a is held: answered at once (the loop waits 1 s and asks again), not a long-poll.
+    return excluded(r).has('evt-a') ? { status: 204 } : undefined;
+  });
+  const heldOut = console_.next((r) => r.path === '/api/agent/receive' && excluded(r).has('evt-a'));
+  const settled = signals();
+  const errors: Array<{ stage: string; eventId: string | undefined; error: unknown }> = [];
+  let seen: unknown[] = [];
+  let worked = 0;
+  try {
+    const loop = serveUntil(
+      console_.url,
+      {
+        concurrency: 1,
+        onError: (error, at) => errors.push({ stage: at.stage, eventId: at.eventId, error }),
+        onSettled: (h, outcome, already, conflictDetail) => {
+          seen = [h.eventId, outcome, already, conflictDetail];
+          settled.fire('settled');
+        },
+      },
+      async () => ({ outcome: 'completed', result: { journal: `J-${++worked}` } }),
+      settled.fired,
+    );
+    // (Or the loop ended: before, it took the 409 as settled and never held evt-a out.)
+    await Promise.race([heldOut, loop]);
+    mock.timers.tick(REFUSAL_HOLD_MS + 1);
+    assert.deepEqual(await loop, { ended: 'stopped' });
+    assert.equal(worked, 1, 'the work ran once');
+    const settles = console_.requests.filter((r) => r.path === '/api/agent/settle').map((r) => (r.body as { result: unknown }).result);
+    assert.deepEqual(settles, [{ journal: 'J-1' }, { journal: 'J-1' }], 'the kept result was sent again');
+    assert.deepEqual(seen, ['evt-a', 'completed', false, undefined]);
+    const conflicts = errors.filter((e) => e.stage === 'settle');
+    assert.deepEqual(
+      conflicts.map((e) => [e.eventId, (e.error as AgentRequestError).status, (e.error as AgentRequestError).code]),
+      [['evt-a', 409, undefined]],
+    );
+    assert.match((conflicts[0]!.error as Error).message, /no longer parse/);
+  } finally {
+    mock.timers.reset();
+    await console_.close();
+  }
+});
+
+test('the handoff\'s ids win over a work result that carries its own: the settlement goes to the handoff received', async () => {
+  // A result spread from an external system's answer ({ messageId: 'ext-77', ... }) overwrote the handoff's messageId:
+  // the console refused the settlement (409, not the event's pending handoff) and the result was dropped.
+  const console_ = await startConsole(['evt-a']);
+  const signal = signals();
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      { concurrency: 1, onSettled: (h) => signal.fire(`${h.eventId} settled`) },
+      async () => ({ outcome: 'completed', result: { journal: 'J-1' }, ...{ messageId: 'ext-77', eventId: 'evt-other', endpointId: 'ledger' } }) as HandoffWorkResult,
+      signal.fired,
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    const body = console_.requests.find((r) => r.path === '/api/agent/settle')?.body as Record<string, unknown>;
+    assert.deepEqual([body.endpointId, body.eventId, body.messageId], ['erpendpoint', 'evt-a', 'm-evt-a']);
+    assert.deepEqual(body.result, { journal: 'J-1' });
   } finally {
     await console_.close();
   }

@@ -58,6 +58,7 @@ export {
   AgentClient,
   AgentRequestError,
   createAgentClient,
+  SETTLED_CODE,
   type AgentCatalog,
   type AgentClientOptions,
   type AgentPublished,
