@@ -8,7 +8,7 @@ import { createHttpServer } from '@vercel/cosmosdb-server';
 import type { AddressInfo } from 'node:net';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { installEmbeddedQueryFixes, refuseQueryPlanRequests, refuseUnreadableContinuations } from './embeddedQueries.ts';
-import { EmbeddedJournal, type JournalRecovery } from './embeddedJournal.ts';
+import { EmbeddedJournal, type JournalRecovery, type JournalWrite } from './embeddedJournal.ts';
 import { installHierarchicalKeyFix } from './embeddedHierarchicalKeys.ts';
 import { installPatchConditionFix } from './embeddedPatchConditions.ts';
 import { isLoopbackHostHeader } from '../net/loopback.ts';
@@ -25,6 +25,10 @@ export interface EmbeddedCosmos {
   port: number;
   /** With a data folder: what the start restored (and whether it cut off a damaged journal tail). */
   recovery?: JournalRecovery;
+  /**
+   * Stops the server; with a data folder, writes the snapshot. Rejects when the snapshot could not be written (a
+   * full disk): the stop was not clean, and the journal, kept, is replayed by the next start.
+   */
   close(): Promise<void>;
 }
 
@@ -37,7 +41,14 @@ export const EMBEDDED_COSMOS_KEY = Buffer.from('nimbus-embedded-cosmos-key').toS
  * folder (embeddedJournal.ts); without it, memory only.
  */
 export async function startEmbeddedCosmos(
-  options: { port?: number; host?: string; dataDir?: string; compactAfterBytes?: number } = {},
+  options: {
+    port?: number;
+    host?: string;
+    dataDir?: string;
+    compactAfterBytes?: number;
+    /** Tests only: the write the journal and snapshot go through, to simulate a short write or a full disk. */
+    journalWrite?: JournalWrite;
+  } = {},
 ): Promise<EmbeddedCosmos> {
   // Linear, partition-scoped queries instead of quadratic full scans (embeddedQueries.ts; results unchanged).
   installEmbeddedQueryFixes();
@@ -64,6 +75,7 @@ export async function startEmbeddedCosmos(
       : EmbeddedJournal.attach(server, {
           dir: options.dataDir,
           ...(options.compactAfterBytes !== undefined ? { compactAfterBytes: options.compactAfterBytes } : {}),
+          ...(options.journalWrite !== undefined ? { write: options.journalWrite } : {}),
         });
   // Outermost: a refused caller never reaches the server (nor its journal).
   refuseForeignCallers(server);
@@ -81,13 +93,17 @@ export async function startEmbeddedCosmos(
     port,
     ...(journal?.recovery ? { recovery: journal.recovery } : {}),
     close: () =>
-      new Promise<void>((resolve) => {
+      new Promise<void>((resolve, reject) => {
         // Keep-alive sockets would hold close() open until they time out; drop them.
         server.closeAllConnections();
         server.close(() => {
           // After the last request: a compacted snapshot makes the next start one file read.
-          journal?.close();
-          resolve();
+          try {
+            journal?.close();
+            resolve();
+          } catch (error) {
+            reject(error instanceof Error ? error : new Error(String(error)));
+          }
         });
       }),
   };
