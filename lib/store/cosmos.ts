@@ -38,7 +38,8 @@ export const EMBEDDED_COSMOS_KEY = Buffer.from('nimbus-embedded-cosmos-key').toS
 /**
  * Starts the Cosmos-compatible server on 127.0.0.1 (port 0 = ephemeral). With `dataDir`, every acknowledged write
  * is journaled there and the data is back, before the first request is answered, when it starts again on the same
- * folder (embeddedJournal.ts); without it, memory only.
+ * folder (embeddedJournal.ts); without it, memory only. Rejects, naming the folder, when the folder cannot be
+ * restored (unreadable, read-only).
  */
 export async function startEmbeddedCosmos(
   options: {
@@ -86,6 +87,13 @@ export async function startEmbeddedCosmos(
       resolve();
     });
   });
+  if (journal?.failure) {
+    // The recovery ran in the 'listening' listener (the server creates its account there); checked before this
+    // function returns, so no request has been served. The caller's "did not start" path runs.
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    throw journal.failure;
+  }
   const port = (server.address() as AddressInfo).port;
   return {
     endpoint: `http://${host}:${port}`,

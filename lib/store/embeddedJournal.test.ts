@@ -2,7 +2,8 @@
 // of acknowledged write comes back after a clean stop and after a kill -9, byte for byte (same _etag and _ts, so
 // a client's If-Match still holds); a torn or corrupt journal tail is cut off with a message and the valid prefix
 // kept; compaction keeps the data. A full disk never acknowledges a write that is not on disk and never leaves a
-// partial record or a short snapshot (a write seam plays the disk: a test cannot mount a small file system).
+// partial record or a short snapshot (a write seam plays the disk: a test cannot mount a small file system); a
+// folder that cannot be restored rejects the start with a readable error.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -10,6 +11,7 @@ import {
   appendFileSync,
   closeSync,
   cpSync,
+  mkdirSync,
   mkdtempSync,
   openSync,
   readdirSync,
@@ -322,4 +324,15 @@ test('a clean stop on a nearly full disk rejects, keeps the journal, and writes 
   const again = await start(dir);
   assert.ok((again.recovery?.records ?? 0) > 0, 'the journal was replayed');
   assert.equal((await all(await container(again.endpoint, again.key))).length, 40);
+});
+
+test('a data folder that cannot be read rejects the start with its name; the process lives on', async () => {
+  const dir = dataDir();
+  // A folder where the journal should be: reading it fails (EISDIR), as a read-only or failing disk would.
+  mkdirSync(join(dir, 'journal-00000000.ndjson'));
+  await assert.rejects(startEmbeddedCosmos({ port: 0, dataDir: dir }), (e: Error) => {
+    assert.ok(e.message.includes(`could not restore its data folder ${dir}`), e.message);
+    assert.match(e.message, /EISDIR/);
+    return true;
+  });
 });

@@ -357,6 +357,8 @@ export class EmbeddedJournal {
   private replaying = false;
   private closed = false;
   recovery: JournalRecovery | undefined;
+  /** Set when the start could not restore the folder: the server must not serve (startEmbeddedCosmos rejects). */
+  failure: Error | undefined;
 
   private constructor(options: JournalOptions) {
     this.dir = options.dir;
@@ -374,19 +376,39 @@ export class EmbeddedJournal {
     install();
     mkdirSync(options.dir, { recursive: true });
     const journal = new EmbeddedJournal(options);
-    // Runs after the server's own 'listening' listener, which has just created the account; synchronous, so no
-    // request is handled before the data is back.
+    // Runs after the server's own 'listening' listener, which has just created the account (so the recovery cannot
+    // run before listen); synchronous, so no request is handled before the data is back. It must not throw: an
+    // exception here is uncaught (it killed the whole process on a read-only folder) and startEmbeddedCosmos never
+    // rejected. The failure is kept instead; startEmbeddedCosmos closes the server and rejects with it.
     server.on('listening', () => {
-      if (!lastAccount) throw new Error('embedded Cosmos journal: the server created no account');
-      journal.account = lastAccount;
-      (lastAccount.databases as Tagged)[JOURNAL] = journal;
-      journal.recover();
+      try {
+        if (!lastAccount) throw new Error('the server created no account');
+        journal.account = lastAccount;
+        (lastAccount.databases as Tagged)[JOURNAL] = journal;
+        journal.recover();
+      } catch (error) {
+        journal.closed = true;
+        if (journal.fd !== undefined) closeSync(journal.fd);
+        journal.fd = undefined;
+        journal.failure = new Error(
+          `the embedded Cosmos server could not restore its data folder ${options.dir}: ${errorText(error)}`,
+          { cause: error },
+        );
+      }
     });
     const handlers = server.listeners('request') as Array<
       (req: IncomingMessage, res: ServerResponse) => void
     >;
     server.removeAllListeners('request');
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      if (journal.failure) {
+        // Between the failed recovery and the close: nothing is served from a half-restored model.
+        req.resume();
+        res.statusCode = 503;
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ code: 'ServiceUnavailable', message: 'the embedded Cosmos server did not start' }));
+        return;
+      }
       const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
       // Before the answer leaves: the changes it acknowledges (and any other request's, all complete) on disk. When
       // they cannot be written, the answer is a 503 instead: its changes stay pending (in memory, written by the
