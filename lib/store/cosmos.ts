@@ -39,7 +39,7 @@ export const EMBEDDED_COSMOS_KEY = Buffer.from('nimbus-embedded-cosmos-key').toS
  * Starts the Cosmos-compatible server on 127.0.0.1 (port 0 = ephemeral). With `dataDir`, every acknowledged write
  * is journaled there and the data is back, before the first request is answered, when it starts again on the same
  * folder (embeddedJournal.ts); without it, memory only. Rejects, naming the folder, when the folder cannot be
- * restored (unreadable, read-only).
+ * restored (unreadable, read-only, a damaged snapshot).
  */
 export async function startEmbeddedCosmos(
   options: {

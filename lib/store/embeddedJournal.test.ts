@@ -3,7 +3,7 @@
 // a client's If-Match still holds); a torn or corrupt journal tail is cut off with a message and the valid prefix
 // kept; compaction keeps the data. A full disk never acknowledges a write that is not on disk and never leaves a
 // partial record or a short snapshot (a write seam plays the disk: a test cannot mount a small file system); a
-// folder that cannot be restored rejects the start with a readable error.
+// folder that cannot be restored, or a damaged snapshot, rejects the start with a readable error.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -19,6 +19,7 @@ import {
   rmSync,
   statSync,
   truncateSync,
+  writeFileSync,
   writeSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -254,6 +255,14 @@ function smallDisk(): { room: number; write: JournalWrite } {
   return disk;
 }
 
+/** A start expected to fail; should it start after all, the server is closed at the end, not left running. */
+function startNoLeak(dir: string): Promise<EmbeddedCosmos> {
+  return startEmbeddedCosmos({ port: 0, dataDir: dir }).then((c) => {
+    running.push(c);
+    return c;
+  });
+}
+
 function files(dir: string): Record<string, number> {
   return Object.fromEntries(readdirSync(dir).map((f) => [f, statSync(join(dir, f)).size]));
 }
@@ -322,7 +331,7 @@ test('a clean stop on a nearly full disk rejects, keeps the journal, and writes 
   );
   assert.deepEqual(files(dir), before, 'no snapshot renamed into place, no temporary file left, the journal kept whole');
   const again = await start(dir);
-  assert.ok((again.recovery?.records ?? 0) > 0, 'the journal was replayed');
+  assert.equal(again.recovery?.unclean, true, 'the journal was replayed');
   assert.equal((await all(await container(again.endpoint, again.key))).length, 40);
 });
 
@@ -330,9 +339,48 @@ test('a data folder that cannot be read rejects the start with its name; the pro
   const dir = dataDir();
   // A folder where the journal should be: reading it fails (EISDIR), as a read-only or failing disk would.
   mkdirSync(join(dir, 'journal-00000000.ndjson'));
-  await assert.rejects(startEmbeddedCosmos({ port: 0, dataDir: dir }), (e: Error) => {
+  await assert.rejects(startNoLeak(dir), (e: Error) => {
     assert.ok(e.message.includes(`could not restore its data folder ${dir}`), e.message);
     assert.match(e.message, /EISDIR/);
     return true;
   });
+});
+
+test('a damaged snapshot stops the start, naming the file, record and line, and keeps it; deleting the line is the way out', async () => {
+  const dir = dataDir();
+  const first = await start(dir);
+  const c1 = await container(first.endpoint, first.key);
+  for (let i = 0; i < 10; i++) await c1.items.create({ id: `d${i}`, pk: 'p', n: i });
+  await first.close();
+  const path = join(dir, 'snapshot.ndjson');
+  // Line 1 the header, 2 the database, 3 the container, 4.. the documents in order: line 6 holds d2.
+  const lines = readFileSync(path, 'utf8').split('\n');
+  const at = lines.slice(0, 5).join('\n').length + 1 + Math.floor(lines[5]!.length / 2);
+  const damaged = readFileSync(path);
+  damaged[at] = damaged[at]! ^ 0x01; // one flipped bit
+  writeFileSync(path, damaged);
+  await assert.rejects(startNoLeak(dir), (e: Error) => {
+    assert.ok(e.message.includes(`${path} is damaged at record 5: checksum mismatch (line 6)`), e.message);
+    assert.ok(e.message.includes(`sed -i '6d' ${path}`), e.message);
+    return true;
+  });
+  assert.deepEqual(readFileSync(path), damaged, 'the snapshot is kept as it was');
+  // The way out the message names: without that line, the start loses that one document only.
+  writeFileSync(path, lines.filter((_, i) => i !== 5).join('\n'));
+  const again = await start(dir);
+  assert.equal(again.recovery?.truncated, undefined);
+  assert.deepEqual(
+    (await all(await container(again.endpoint, again.key))).map((r) => r.id),
+    ['d0', 'd1', 'd3', 'd4', 'd5', 'd6', 'd7', 'd8', 'd9'],
+  );
+});
+
+test('a journal cut at its first record names the file and counts as an unclean stop', async () => {
+  const dir = dataDir();
+  const journal = join(dir, 'journal-00000000.ndjson');
+  writeFileSync(journal, '00000000\t2\t[]\n');
+  const again = await start(dir);
+  assert.equal(again.recovery?.records, 0);
+  assert.ok(again.recovery?.truncated?.startsWith(`${journal} record 1: checksum mismatch`), again.recovery?.truncated);
+  assert.equal(again.recovery?.unclean, true, 'the counters are recounted after such a start');
 });

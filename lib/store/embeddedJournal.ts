@@ -19,7 +19,9 @@
 //   and at a clean close. Replaying after-images is idempotent, which is what makes this simple: a journal that
 //   a crash left beside a newer snapshot changes nothing when replayed again.
 // - A torn or corrupt journal tail (a crash mid-write, a damaged disk) is found by the line's CRC-32 and length: the
-//   valid prefix is kept, the rest cut off, and the start says so.
+//   valid prefix is kept, the rest cut off, and the start says so. A damaged *snapshot* is not a torn write (it is
+//   synced before it is renamed into place): the start refuses it and changes nothing, since the next compaction
+//   would otherwise replace the only copy of the documents after the damage.
 // - Every write is written whole or not at all: a short write (a nearly full disk) is continued, and a failed one
 //   is cut back (ftruncate) so the journal never holds a partial record before later good ones. A response whose
 //   changes could not be written is a 503, never an acknowledgement.
@@ -88,8 +90,13 @@ export interface JournalRecovery {
   documents: number;
   /** Journal records replayed on top of the snapshot. */
   records: number;
-  /** Set when a torn or corrupt tail was cut off: what was dropped, in one sentence. */
+  /** Set when a torn or corrupt journal tail was cut off: which file, which record, what was dropped. */
   truncated?: string;
+  /**
+   * The last stop was not clean: journal records were replayed (no clean stop compacted them) or a damaged tail
+   * was cut off. Buffered state derived from the documents (the store's counters) may then be behind.
+   */
+  unclean: boolean;
   /** Milliseconds the recovery took. */
   ms: number;
 }
@@ -645,14 +652,22 @@ export class EmbeddedJournal {
     const snapshotPath = join(this.dir, SNAPSHOT);
     if (existsSync(snapshotPath)) {
       const header = snapshotHeader(snapshotPath);
-      if (!header) problems.push(`${SNAPSHOT} has no header: ignored`);
-      else {
-        generation = header.generation;
-        // The snapshot was written, flushed and renamed into place whole: a problem inside it is damage, not a
-        // torn write. Keep what is readable and say so.
-        const r = readRecords(snapshotPath, header.bytes, (ops) => ops.forEach((op) => apply(account, op)));
-        if (r.problem)
-          problems.push(`${SNAPSHOT} ${r.problem}: kept the ${r.records} valid records before it`);
+      if (!header)
+        throw new Error(
+          `${snapshotPath} has no snapshot header line. Nothing was read or changed; restore the file from a backup, or move the folder aside to start empty`,
+        );
+      generation = header.generation;
+      // The snapshot was written, synced and renamed into place whole: a problem inside it is damage, not a torn
+      // write. Carrying on with the valid prefix lost the documents after it for good (the next compaction
+      // replaced the only copy), so the start stops and changes nothing, as the emulator does with its snapshot.
+      const r = readRecords(snapshotPath, header.bytes, (ops) => ops.forEach((op) => apply(account, op)));
+      if (r.problem) {
+        const line = r.records + 2;
+        throw new Error(
+          `${snapshotPath} is damaged at ${r.problem} (line ${line}): a snapshot is synced before it is renamed into place, so this is not a torn write. ` +
+            `Nothing was changed. Restore the file from a backup; or, to start without that record (one document, or a container or database with its documents, is lost), ` +
+            `keep a copy of the file, delete that line (sed -i '${line}d' ${snapshotPath}) and start again`,
+        );
       }
     }
     // The journal of the snapshot's generation (and later ones, should a start ever find them). Older journals
@@ -674,7 +689,7 @@ export class EmbeddedJournal {
       appendTo = { path, bytes: r.validBytes };
       if (r.problem) {
         problems.push(
-          `${j.name} ${r.problem}: kept the ${r.records} valid records before it, cut off ${r.totalBytes - r.validBytes} bytes`,
+          `${path} ${r.problem}: kept the ${r.records} valid records before it, cut off ${r.totalBytes - r.validBytes} bytes`,
         );
         // Cut the bad tail so that appends continue right after the valid prefix.
         const fd = openSync(path, 'r+');
@@ -700,6 +715,9 @@ export class EmbeddedJournal {
     this.recovery = {
       documents,
       records,
+      // A cut with no whole record before it (records 0) was counted as a clean stop, and the counters were not
+      // recounted.
+      unclean: records > 0 || problems.length > 0,
       ms: Date.now() - started,
       ...(problems.length ? { truncated: problems.join('; ') } : {}),
     };
