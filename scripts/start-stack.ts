@@ -192,11 +192,12 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       started.push({ component: 'cosmos', stop: () => server.close() });
       cosmos = { endpoint: server.endpoint, key: server.key };
       const recovery = server.recovery;
-      uncleanStop = (recovery?.records ?? 0) > 0;
+      // Replayed journal records, or a cut one (even with no whole record before it): not a clean stop.
+      uncleanStop = recovery?.unclean ?? false;
       if (recovery?.truncated)
         log('cosmos').warn(
           {},
-          `the store's journal was damaged at its end (a crash mid-write?): ${recovery.truncated}`,
+          `the store's journal ended in a damaged record (a crash mid-write?), cut off: ${recovery.truncated}`,
         );
       log('cosmos').info(
         recovery

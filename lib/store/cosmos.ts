@@ -8,7 +8,7 @@ import { createHttpServer } from '@vercel/cosmosdb-server';
 import type { AddressInfo } from 'node:net';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { installEmbeddedQueryFixes, refuseQueryPlanRequests, refuseUnreadableContinuations } from './embeddedQueries.ts';
-import { EmbeddedJournal, type JournalRecovery } from './embeddedJournal.ts';
+import { EmbeddedJournal, type JournalRecovery, type JournalWrite } from './embeddedJournal.ts';
 import { installHierarchicalKeyFix } from './embeddedHierarchicalKeys.ts';
 import { installPatchConditionFix } from './embeddedPatchConditions.ts';
 import { isLoopbackHostHeader } from '../net/loopback.ts';
@@ -25,6 +25,10 @@ export interface EmbeddedCosmos {
   port: number;
   /** With a data folder: what the start restored (and whether it cut off a damaged journal tail). */
   recovery?: JournalRecovery;
+  /**
+   * Stops the server; with a data folder, writes the snapshot. Rejects when the snapshot could not be written (a
+   * full disk): the stop was not clean, and the journal, kept, is replayed by the next start.
+   */
   close(): Promise<void>;
 }
 
@@ -34,10 +38,18 @@ export const EMBEDDED_COSMOS_KEY = Buffer.from('nimbus-embedded-cosmos-key').toS
 /**
  * Starts the Cosmos-compatible server on 127.0.0.1 (port 0 = ephemeral). With `dataDir`, every acknowledged write
  * is journaled there and the data is back, before the first request is answered, when it starts again on the same
- * folder (embeddedJournal.ts); without it, memory only.
+ * folder (embeddedJournal.ts); without it, memory only. Rejects, naming the folder, when the folder cannot be
+ * restored (unreadable, read-only, a damaged snapshot).
  */
 export async function startEmbeddedCosmos(
-  options: { port?: number; host?: string; dataDir?: string; compactAfterBytes?: number } = {},
+  options: {
+    port?: number;
+    host?: string;
+    dataDir?: string;
+    compactAfterBytes?: number;
+    /** Tests only: the write the journal and snapshot go through, to simulate a short write or a full disk. */
+    journalWrite?: JournalWrite;
+  } = {},
 ): Promise<EmbeddedCosmos> {
   // Linear, partition-scoped queries instead of quadratic full scans (embeddedQueries.ts; results unchanged).
   installEmbeddedQueryFixes();
@@ -64,6 +76,7 @@ export async function startEmbeddedCosmos(
       : EmbeddedJournal.attach(server, {
           dir: options.dataDir,
           ...(options.compactAfterBytes !== undefined ? { compactAfterBytes: options.compactAfterBytes } : {}),
+          ...(options.journalWrite !== undefined ? { write: options.journalWrite } : {}),
         });
   // Outermost: a refused caller never reaches the server (nor its journal).
   refuseForeignCallers(server);
@@ -74,6 +87,13 @@ export async function startEmbeddedCosmos(
       resolve();
     });
   });
+  if (journal?.failure) {
+    // The recovery ran in the 'listening' listener (the server creates its account there); checked before this
+    // function returns, so no request has been served. The caller's "did not start" path runs.
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    throw journal.failure;
+  }
   const port = (server.address() as AddressInfo).port;
   return {
     endpoint: `http://${host}:${port}`,
@@ -81,13 +101,17 @@ export async function startEmbeddedCosmos(
     port,
     ...(journal?.recovery ? { recovery: journal.recovery } : {}),
     close: () =>
-      new Promise<void>((resolve) => {
+      new Promise<void>((resolve, reject) => {
         // Keep-alive sockets would hold close() open until they time out; drop them.
         server.closeAllConnections();
         server.close(() => {
           // After the last request: a compacted snapshot makes the next start one file read.
-          journal?.close();
-          resolve();
+          try {
+            journal?.close();
+            resolve();
+          } catch (error) {
+            reject(error instanceof Error ? error : new Error(String(error)));
+          }
         });
       }),
   };

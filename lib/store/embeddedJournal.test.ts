@@ -1,16 +1,33 @@
 // The embedded Cosmos server's durability (embeddedJournal.ts), through the real @azure/cosmos client: every kind
 // of acknowledged write comes back after a clean stop and after a kill -9, byte for byte (same _etag and _ts, so
 // a client's If-Match still holds); a torn or corrupt journal tail is cut off with a message and the valid prefix
-// kept; compaction keeps the data.
+// kept; compaction keeps the data. A full disk never acknowledges a write that is not on disk and never leaves a
+// partial record or a short snapshot (a write seam plays the disk: a test cannot mount a small file system); a
+// folder that cannot be restored, or a damaged snapshot, rejects the start with a readable error.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { appendFileSync, cpSync, mkdtempSync, readdirSync, rmSync, statSync, truncateSync } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BulkOperationType, type Container, type CosmosClient } from '@azure/cosmos';
 import { startEmbeddedCosmos, type EmbeddedCosmos } from './cosmos.ts';
+import { writeFully, type JournalWrite } from './embeddedJournal.ts';
 import { cosmosConnectionSchema, createCosmosClient } from '@nimbus/sdk/cosmos';
 
 const dirs: string[] = [];
@@ -28,11 +45,12 @@ function dataDir(): string {
   return d;
 }
 
-async function start(dir: string, compactAfterBytes?: number): Promise<EmbeddedCosmos> {
+async function start(dir: string, compactAfterBytes?: number, journalWrite?: JournalWrite): Promise<EmbeddedCosmos> {
   const c = await startEmbeddedCosmos({
     port: 0,
     dataDir: dir,
     ...(compactAfterBytes ? { compactAfterBytes } : {}),
+    ...(journalWrite ? { journalWrite } : {}),
   });
   running.push(c);
   return c;
@@ -218,4 +236,151 @@ test('compaction into snapshots while writing keeps every document', async () =>
   const again = await start(copy);
   assert.deepEqual(await all(await container(again.endpoint, again.key)), before);
   assert.equal(before.length, 30);
+});
+
+/**
+ * A disk with `room` bytes left, as the journal's write seam: a write that does not fit writes what fits and returns
+ * that count, as Linux does on a nearly full disk; with no room left, ENOSPC.
+ */
+function smallDisk(): { room: number; write: JournalWrite } {
+  const disk = {
+    room: Number.POSITIVE_INFINITY,
+    write: (fd: number, buffer: Buffer, offset: number, length: number): number => {
+      if (disk.room <= 0) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+      const n = writeSync(fd, buffer, offset, Math.min(length, disk.room));
+      disk.room -= n;
+      return n;
+    },
+  };
+  return disk;
+}
+
+/** A start expected to fail; should it start after all, the server is closed at the end, not left running. */
+function startNoLeak(dir: string): Promise<EmbeddedCosmos> {
+  return startEmbeddedCosmos({ port: 0, dataDir: dir }).then((c) => {
+    running.push(c);
+    return c;
+  });
+}
+
+function files(dir: string): Record<string, number> {
+  return Object.fromEntries(readdirSync(dir).map((f) => [f, statSync(join(dir, f)).size]));
+}
+
+test('writeFully continues short writes and fails a write that makes no progress', () => {
+  const path = join(dataDir(), 'f');
+  const fd = openSync(path, 'w');
+  try {
+    let calls = 0;
+    const threeAtATime: JournalWrite = (f, b, o, l) => {
+      calls += 1;
+      return writeSync(f, b, o, Math.min(l, 3));
+    };
+    writeFully(threeAtATime, fd, Buffer.from('0123456789'), 'f');
+    assert.equal(calls, 4);
+    assert.equal(readFileSync(path, 'utf8'), '0123456789');
+    assert.throws(() => writeFully(() => 0, fd, Buffer.from('x'), 'f'), /no progress after 0 of 1 bytes/);
+  } finally {
+    closeSync(fd);
+  }
+});
+
+test('a write the disk cannot take whole is a 503, cut back from the journal; later acknowledged writes survive', async () => {
+  const dir = dataDir();
+  const disk = smallDisk();
+  const first = await start(dir, undefined, disk.write);
+  const c1 = await container(first.endpoint, first.key);
+  await c1.items.create({ id: 'before', pk: 'p', n: 0 });
+  const journal = join(dir, readdirSync(dir).find((f) => f.startsWith('journal-'))!);
+  const size = statSync(journal).size;
+  // Part of the next record fits, then the disk is full (a short write, then ENOSPC).
+  disk.room = 30;
+  await assert.rejects(c1.items.upsert({ id: 'full', pk: 'p', n: 1, pad: 'y'.repeat(2000) }), (e: { code?: unknown }) => {
+    assert.equal(e.code, 503, 'not acknowledged');
+    return true;
+  });
+  assert.equal(statSync(journal).size, size, 'the partial record is cut back');
+  // Space comes back: later writes are acknowledged, and the refused change, kept pending (it is in memory), is
+  // written with them.
+  disk.room = Number.POSITIVE_INFINITY;
+  await c1.items.upsert({ id: 'after-1', pk: 'p', n: 2 });
+  await c1.items.upsert({ id: 'after-2', pk: 'p', n: 3 });
+  // As after a crash: a server on a copy of the folder.
+  const copy = dataDir();
+  cpSync(dir, copy, { recursive: true });
+  const again = await start(copy);
+  assert.equal(again.recovery?.truncated, undefined, 'no partial record in the journal');
+  assert.deepEqual(
+    (await all(await container(again.endpoint, again.key))).map((r) => r.id),
+    ['after-1', 'after-2', 'before', 'full'],
+  );
+});
+
+test('a clean stop on a nearly full disk rejects, keeps the journal, and writes no short snapshot', async () => {
+  const dir = dataDir();
+  const disk = smallDisk();
+  const first = await start(dir, undefined, disk.write);
+  const c1 = await container(first.endpoint, first.key);
+  for (let i = 0; i < 40; i++) await c1.items.upsert({ id: `d${i}`, pk: 'p', n: i, pad: 'x'.repeat(1000) });
+  const before = files(dir);
+  // Room for about half of the snapshot: its write is short.
+  disk.room = 20_000;
+  await assert.rejects(
+    first.close(),
+    /did not stop cleanly: could not write a snapshot of .*: the previous snapshot and the journal .*journal-\d+\.ndjson are kept/,
+  );
+  assert.deepEqual(files(dir), before, 'no snapshot renamed into place, no temporary file left, the journal kept whole');
+  const again = await start(dir);
+  assert.equal(again.recovery?.unclean, true, 'the journal was replayed');
+  assert.equal((await all(await container(again.endpoint, again.key))).length, 40);
+});
+
+test('a data folder that cannot be read rejects the start with its name; the process lives on', async () => {
+  const dir = dataDir();
+  // A folder where the journal should be: reading it fails (EISDIR), as a read-only or failing disk would.
+  mkdirSync(join(dir, 'journal-00000000.ndjson'));
+  await assert.rejects(startNoLeak(dir), (e: Error) => {
+    assert.ok(e.message.includes(`could not restore its data folder ${dir}`), e.message);
+    assert.match(e.message, /EISDIR/);
+    return true;
+  });
+});
+
+test('a damaged snapshot stops the start, naming the file, record and line, and keeps it; deleting the line is the way out', async () => {
+  const dir = dataDir();
+  const first = await start(dir);
+  const c1 = await container(first.endpoint, first.key);
+  for (let i = 0; i < 10; i++) await c1.items.create({ id: `d${i}`, pk: 'p', n: i });
+  await first.close();
+  const path = join(dir, 'snapshot.ndjson');
+  // Line 1 the header, 2 the database, 3 the container, 4.. the documents in order: line 6 holds d2.
+  const lines = readFileSync(path, 'utf8').split('\n');
+  const at = lines.slice(0, 5).join('\n').length + 1 + Math.floor(lines[5]!.length / 2);
+  const damaged = readFileSync(path);
+  damaged[at] = damaged[at]! ^ 0x01; // one flipped bit
+  writeFileSync(path, damaged);
+  await assert.rejects(startNoLeak(dir), (e: Error) => {
+    assert.ok(e.message.includes(`${path} is damaged at record 5: checksum mismatch (line 6)`), e.message);
+    assert.ok(e.message.includes(`sed -i '6d' ${path}`), e.message);
+    return true;
+  });
+  assert.deepEqual(readFileSync(path), damaged, 'the snapshot is kept as it was');
+  // The way out the message names: without that line, the start loses that one document only.
+  writeFileSync(path, lines.filter((_, i) => i !== 5).join('\n'));
+  const again = await start(dir);
+  assert.equal(again.recovery?.truncated, undefined);
+  assert.deepEqual(
+    (await all(await container(again.endpoint, again.key))).map((r) => r.id),
+    ['d0', 'd1', 'd3', 'd4', 'd5', 'd6', 'd7', 'd8', 'd9'],
+  );
+});
+
+test('a journal cut at its first record names the file and counts as an unclean stop', async () => {
+  const dir = dataDir();
+  const journal = join(dir, 'journal-00000000.ndjson');
+  writeFileSync(journal, '00000000\t2\t[]\n');
+  const again = await start(dir);
+  assert.equal(again.recovery?.records, 0);
+  assert.ok(again.recovery?.truncated?.startsWith(`${journal} record 1: checksum mismatch`), again.recovery?.truncated);
+  assert.equal(again.recovery?.unclean, true, 'the counters are recounted after such a start');
 });

@@ -18,8 +18,13 @@
 //   into a new generation, then removes the older files. It runs when the journal has grown past a threshold
 //   and at a clean close. Replaying after-images is idempotent, which is what makes this simple: a journal that
 //   a crash left beside a newer snapshot changes nothing when replayed again.
-// - A torn or corrupt tail (a crash mid-write, a damaged disk) is found by the line's CRC-32 and length: the valid
-//   prefix is kept, the rest cut off, and the start says so.
+// - A torn or corrupt journal tail (a crash mid-write, a damaged disk) is found by the line's CRC-32 and length: the
+//   valid prefix is kept, the rest cut off, and the start says so. A damaged *snapshot* is not a torn write (it is
+//   synced before it is renamed into place): the start refuses it and changes nothing, since the next compaction
+//   would otherwise replace the only copy of the documents after the damage.
+// - Every write is written whole or not at all: a short write (a nearly full disk) is continued, and a failed one
+//   is cut back (ftruncate) so the journal never holds a partial record before later good ones. A response whose
+//   changes could not be written is a 503, never an acknowledgement.
 //
 // Journaling at the model (not replaying HTTP requests) is what keeps `_etag`/`_ts` stable and needs no second
 // copy of the server's request semantics.
@@ -63,11 +68,21 @@ interface AccountLike {
 type Scope = { k: 'dbs' } | { k: 'colls'; db: string } | { k: 'docs'; db: string; coll: string };
 type Op = { op: 'set'; s: Scope; n: number; d: Doc } | { op: 'del'; s: Scope; rid: string };
 
+/** `fs.writeSync(fd, buffer, offset, length)`: the number of bytes written, which may be fewer than `length`. */
+export type JournalWrite = (fd: number, buffer: Buffer, offset: number, length: number) => number;
+
 export interface JournalOptions {
   /** The folder that holds the snapshot and the journal (created when missing). */
   dir: string;
   /** Compact when the journal has grown past this many bytes (default 64 MiB, or the last snapshot's size). */
   compactAfterBytes?: number;
+  /**
+   * The write every journal and snapshot byte goes through (default `fs.writeSync`). A seam for tests, which
+   * simulate a short write or a full disk with it: a test cannot mount a small file system.
+   */
+  write?: JournalWrite;
+  /** Where a problem nobody waits for is reported (a compaction at the size threshold that failed). */
+  onProblem?: (message: string) => void;
 }
 
 export interface JournalRecovery {
@@ -75,8 +90,13 @@ export interface JournalRecovery {
   documents: number;
   /** Journal records replayed on top of the snapshot. */
   records: number;
-  /** Set when a torn or corrupt tail was cut off: what was dropped, in one sentence. */
+  /** Set when a torn or corrupt journal tail was cut off: which file, which record, what was dropped. */
   truncated?: string;
+  /**
+   * The last stop was not clean: journal records were replayed (no clean stop compacted them) or a damaged tail
+   * was cut off. Buffered state derived from the documents (the store's counters) may then be behind.
+   */
+  unclean: boolean;
   /** Milliseconds the recovery took. */
   ms: number;
 }
@@ -224,6 +244,30 @@ function apply(account: AccountLike, op: Op): boolean {
 // ---------------------------------------------------------------------------------------------------------------
 // The file format: one line per record, `<crc32 hex 8>\t<length>\t<JSON array of ops>\n`.
 
+const defaultWrite: JournalWrite = (fd, buffer, offset, length) => writeSync(fd, buffer, offset, length);
+
+/**
+ * Writes all of `buffer` at the file's current position: `write(2)` may write fewer bytes than asked (a nearly full
+ * disk writes what fits and says how much), and ignoring that count left a snapshot cut short and renamed into
+ * place. A write that makes no progress fails instead of looping.
+ */
+export function writeFully(write: JournalWrite, fd: number, buffer: Buffer, what: string): void {
+  let offset = 0;
+  while (offset < buffer.length) {
+    const n = write(fd, buffer, offset, buffer.length - offset);
+    if (!Number.isInteger(n) || n <= 0)
+      throw Object.assign(
+        new Error(`${what}: the write made no progress after ${offset} of ${buffer.length} bytes (disk full?)`),
+        { code: 'ENOSPC' },
+      );
+    offset += n;
+  }
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 function encode(ops: Op[]): Buffer {
   const body = Buffer.from(JSON.stringify(ops), 'utf8');
   const head = Buffer.from(`${crc32(body).toString(16).padStart(8, '0')}\t${body.length}\t`, 'latin1');
@@ -302,22 +346,33 @@ function decodeLine(line: Buffer, onOps: (ops: Op[]) => void): string | undefine
 export class EmbeddedJournal {
   readonly dir: string;
   private account: AccountLike | undefined;
+  /** Changes applied in memory and not yet in the journal: no response that covers them has been sent. */
   private pending: Op[] = [];
   private fd: number | undefined;
+  private journalPath = '';
   private generation = 0;
+  /** The journal's length up to its last whole record: where a failed write is cut back to. */
   private journalBytes = 0;
+  /** A failed write left bytes after `journalBytes` that could not be cut off yet: no record may follow them. */
+  private torn = false;
   private compactAfter: number;
   private readonly baseCompactAfter: number;
+  private readonly write: JournalWrite;
+  private readonly onProblem: (message: string) => void;
   private compacting = false;
   /** While the start replays the files, changes are not journaled again. */
   private replaying = false;
   private closed = false;
   recovery: JournalRecovery | undefined;
+  /** Set when the start could not restore the folder: the server must not serve (startEmbeddedCosmos rejects). */
+  failure: Error | undefined;
 
   private constructor(options: JournalOptions) {
     this.dir = options.dir;
     this.baseCompactAfter = options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER;
     this.compactAfter = this.baseCompactAfter;
+    this.write = options.write ?? defaultWrite;
+    this.onProblem = options.onProblem ?? ((message) => console.error(`[cosmos] ${message}`));
   }
 
   /**
@@ -328,23 +383,49 @@ export class EmbeddedJournal {
     install();
     mkdirSync(options.dir, { recursive: true });
     const journal = new EmbeddedJournal(options);
-    // Runs after the server's own 'listening' listener, which has just created the account; synchronous, so no
-    // request is handled before the data is back.
+    // Runs after the server's own 'listening' listener, which has just created the account (so the recovery cannot
+    // run before listen); synchronous, so no request is handled before the data is back. It must not throw: an
+    // exception here is uncaught (it killed the whole process on a read-only folder) and startEmbeddedCosmos never
+    // rejected. The failure is kept instead; startEmbeddedCosmos closes the server and rejects with it.
     server.on('listening', () => {
-      if (!lastAccount) throw new Error('embedded Cosmos journal: the server created no account');
-      journal.account = lastAccount;
-      (lastAccount.databases as Tagged)[JOURNAL] = journal;
-      journal.recover();
+      try {
+        if (!lastAccount) throw new Error('the server created no account');
+        journal.account = lastAccount;
+        (lastAccount.databases as Tagged)[JOURNAL] = journal;
+        journal.recover();
+      } catch (error) {
+        journal.closed = true;
+        if (journal.fd !== undefined) closeSync(journal.fd);
+        journal.fd = undefined;
+        journal.failure = new Error(
+          `the embedded Cosmos server could not restore its data folder ${options.dir}: ${errorText(error)}`,
+          { cause: error },
+        );
+      }
     });
     const handlers = server.listeners('request') as Array<
       (req: IncomingMessage, res: ServerResponse) => void
     >;
     server.removeAllListeners('request');
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      if (journal.failure) {
+        // Between the failed recovery and the close: nothing is served from a half-restored model.
+        req.resume();
+        res.statusCode = 503;
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ code: 'ServiceUnavailable', message: 'the embedded Cosmos server did not start' }));
+        return;
+      }
       const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
-      // Before the answer leaves: the changes it acknowledges (and any other request's, all complete) on disk.
+      // Before the answer leaves: the changes it acknowledges (and any other request's, all complete) on disk. When
+      // they cannot be written, the answer is a 503 instead: its changes stay pending (in memory, written by the
+      // next flush that succeeds) but nobody is told they are durable; the client retries.
       res.end = ((...args: unknown[]) => {
-        journal.flush();
+        try {
+          journal.flush();
+        } catch (error) {
+          return refuse(res, end, error);
+        }
         return end(...args);
       }) as typeof res.end;
       for (const handler of handlers) handler.call(server, req, res);
@@ -357,82 +438,176 @@ export class EmbeddedJournal {
     if (!this.closed && !this.replaying) this.pending.push(op);
   }
 
-  /** Writes the queued changes as one record. */
+  /**
+   * Writes the queued changes as one record, whole: on a failure (a full disk, an I/O error) the file is cut back to
+   * its last whole record and the changes stay queued, and the error is thrown so that no response acknowledges
+   * them. Before, the queue was emptied first and a short count ignored: a partial record stayed in the journal
+   * (recovery stops at it, so every later acknowledged write was lost at the next start), and the changes of other
+   * requests were dropped yet acknowledged.
+   */
   flush(): void {
     if (this.pending.length === 0 || this.fd === undefined) return;
+    if (this.torn) {
+      ftruncateSync(this.fd, this.journalBytes);
+      this.torn = false;
+    }
     const record = encode(this.pending);
+    try {
+      writeFully(this.write, this.fd, record, `journal ${this.journalPath}`);
+    } catch (error) {
+      try {
+        ftruncateSync(this.fd, this.journalBytes);
+      } catch {
+        // Cut back by the next flush, before anything else is written.
+        this.torn = true;
+      }
+      throw error;
+    }
     this.pending = [];
-    writeSync(this.fd, record);
     this.journalBytes += record.length;
-    if (this.journalBytes > this.compactAfter && !this.compacting) setImmediate(() => this.compact());
+    if (this.journalBytes > this.compactAfter && !this.compacting) setImmediate(() => this.compactInBackground());
   }
 
-  /** Writes the whole model as a new snapshot generation and starts an empty journal. */
+  /** A compaction at the size threshold: nobody waits for it, so its failure is reported, and tried again later. */
+  private compactInBackground(): void {
+    try {
+      this.compact();
+    } catch (error) {
+      // Not at every flush from now on (each would write the whole model): after another threshold's worth.
+      this.compactAfter = this.journalBytes + this.baseCompactAfter;
+      this.onProblem(errorText(error));
+    }
+  }
+
+  /**
+   * Writes the whole model as a new snapshot generation and starts an empty journal. Throws when the snapshot
+   * could not be written whole; the previous snapshot and journal are then kept, unchanged, and appends continue.
+   */
   compact(): void {
     if (this.closed || !this.account || this.compacting) return;
     this.compacting = true;
     try {
-      this.flush();
-      const next = this.generation + 1;
-      const tmp = join(this.dir, `${SNAPSHOT}.tmp`);
+      this.writeSnapshot();
+    } finally {
+      this.compacting = false;
+    }
+  }
+
+  private writeSnapshot(): void {
+    const next = this.generation + 1;
+    const tmp = join(this.dir, `${SNAPSHOT}.tmp`);
+    const journalPath = join(this.dir, journalName(next));
+    let bytes = 0;
+    let newFd: number | undefined;
+    try {
       const fd = openSync(tmp, 'w');
-      let bytes = 0;
       try {
         // Synchronous, so the snapshot is one consistent state; the server answers nothing meanwhile (about a
-        // second per 100,000 documents).
-        writeSync(fd, Buffer.from(`${SNAPSHOT_HEADER}${next}\n`, 'latin1'));
+        // second per 100,000 documents). Every buffer is written whole: a short write ignored here was renamed
+        // into place, and the journals that still held the data were removed.
+        const put = (buffer: Buffer) => {
+          writeFully(this.write, fd, buffer, `snapshot ${tmp}`);
+          bytes += buffer.length;
+        };
+        put(Buffer.from(`${SNAPSHOT_HEADER}${next}\n`, 'latin1'));
         const batch: Buffer[] = [];
         let batchBytes = 0;
-        const push = (ops: Op[]) => {
-          const rec = encode(ops);
+        for (const op of this.model()) {
+          const rec = encode([op]);
           batch.push(rec);
           batchBytes += rec.length;
           if (batchBytes > 4 * 1024 * 1024) {
-            bytes += writeSync(fd, Buffer.concat(batch));
+            put(Buffer.concat(batch));
             batch.length = 0;
             batchBytes = 0;
           }
-        };
-        for (const op of this.model()) push([op]);
-        if (batch.length) bytes += writeSync(fd, Buffer.concat(batch));
+        }
+        if (batch.length) put(Buffer.concat(batch));
         fsyncSync(fd);
       } finally {
         closeSync(fd);
       }
       // The new journal exists before the snapshot that names its generation does.
-      const journalPath = join(this.dir, journalName(next));
-      const newFd = openSync(journalPath, 'w');
+      newFd = openSync(journalPath, 'w');
       fsyncSync(newFd);
       renameSync(tmp, join(this.dir, SNAPSHOT));
+    } catch (error) {
+      // Nothing was replaced: the old snapshot and journal stay, and appends go on where they were.
+      try {
+        if (newFd !== undefined) closeSync(newFd);
+        rmSync(journalPath, { force: true });
+        rmSync(tmp, { force: true });
+      } catch {
+        // A leftover temporary file or empty newer journal is harmless: the next compaction rewrites both.
+      }
+      throw new Error(
+        `could not write a snapshot of ${this.dir} (${errorText(error)}): the previous snapshot and the journal ${this.journalPath} are kept`,
+        { cause: error },
+      );
+    }
+    // The snapshot now names generation `next`: from here on, appends must go to its journal.
+    const oldFd = this.fd;
+    this.fd = newFd;
+    this.journalPath = journalPath;
+    this.generation = next;
+    this.journalBytes = 0;
+    this.torn = false;
+    // Changes still queued are in the model, so in the snapshot.
+    this.pending = [];
+    if (oldFd !== undefined) closeSync(oldFd);
+    try {
       const dirFd = openSync(this.dir, 'r');
       try {
         fsyncSync(dirFd);
       } finally {
         closeSync(dirFd);
       }
-      if (this.fd !== undefined) closeSync(this.fd);
-      this.fd = newFd;
-      for (const name of readdirSync(this.dir)) {
-        const m = JOURNAL_PATTERN.exec(name);
-        if (m && Number(m[1]) < next) rmSync(join(this.dir, name), { force: true });
-      }
-      this.generation = next;
-      this.journalBytes = 0;
-      // A journal as large as the snapshot costs about as much to replay: compact again at that point.
-      this.compactAfter = Math.max(this.baseCompactAfter, bytes);
-    } finally {
-      this.compacting = false;
+    } catch (error) {
+      // The rename is visible (a process crash keeps it); only a power loss could undo it.
+      this.onProblem(`could not sync the folder ${this.dir} after writing its snapshot: ${errorText(error)}`);
     }
+    for (const name of readdirSync(this.dir)) {
+      const m = JOURNAL_PATTERN.exec(name);
+      if (m && Number(m[1]) < next) rmSync(join(this.dir, name), { force: true });
+    }
+    // A journal as large as the snapshot costs about as much to replay: compact again at that point.
+    this.compactAfter = Math.max(this.baseCompactAfter, bytes);
   }
 
-  /** Flushes, compacts (so the next start reads one snapshot) and closes the files. */
+  /**
+   * Flushes, compacts (so the next start reads one snapshot) and closes the files. Throws when the snapshot could
+   * not be written: the stop was not clean, and the journal, kept, is what the next start replays.
+   */
   close(): void {
     if (this.closed) return;
-    this.flush();
-    if (this.account && this.journalBytes > 0) this.compact();
+    let flushProblem: string | undefined;
+    try {
+      this.flush();
+    } catch (error) {
+      flushProblem = errorText(error);
+    }
+    let compactProblem: string | undefined;
+    if (this.account && (this.journalBytes > 0 || this.pending.length > 0)) {
+      try {
+        this.compact();
+      } catch (error) {
+        compactProblem = errorText(error);
+      }
+    }
+    const unwritten = this.pending.length;
     this.closed = true;
+    this.pending = [];
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
+    if (compactProblem !== undefined || unwritten > 0) {
+      const lost =
+        unwritten > 0
+          ? `; ${unwritten} changes that no client was told of were not written (${flushProblem ?? 'no snapshot'})`
+          : '';
+      throw new Error(
+        `the embedded Cosmos server did not stop cleanly: ${compactProblem ?? 'no snapshot was written'}${lost}; the next start replays the journal`,
+      );
+    }
   }
 
   /** Every database, collection and document of the model, parents first, as after-images. */
@@ -477,14 +652,22 @@ export class EmbeddedJournal {
     const snapshotPath = join(this.dir, SNAPSHOT);
     if (existsSync(snapshotPath)) {
       const header = snapshotHeader(snapshotPath);
-      if (!header) problems.push(`${SNAPSHOT} has no header: ignored`);
-      else {
-        generation = header.generation;
-        // The snapshot was written, flushed and renamed into place whole: a problem inside it is damage, not a
-        // torn write. Keep what is readable and say so.
-        const r = readRecords(snapshotPath, header.bytes, (ops) => ops.forEach((op) => apply(account, op)));
-        if (r.problem)
-          problems.push(`${SNAPSHOT} ${r.problem}: kept the ${r.records} valid records before it`);
+      if (!header)
+        throw new Error(
+          `${snapshotPath} has no snapshot header line. Nothing was read or changed; restore the file from a backup, or move the folder aside to start empty`,
+        );
+      generation = header.generation;
+      // The snapshot was written, synced and renamed into place whole: a problem inside it is damage, not a torn
+      // write. Carrying on with the valid prefix lost the documents after it for good (the next compaction
+      // replaced the only copy), so the start stops and changes nothing, as the emulator does with its snapshot.
+      const r = readRecords(snapshotPath, header.bytes, (ops) => ops.forEach((op) => apply(account, op)));
+      if (r.problem) {
+        const line = r.records + 2;
+        throw new Error(
+          `${snapshotPath} is damaged at ${r.problem} (line ${line}): a snapshot is synced before it is renamed into place, so this is not a torn write. ` +
+            `Nothing was changed. Restore the file from a backup; or, to start without that record (one document, or a container or database with its documents, is lost), ` +
+            `keep a copy of the file, delete that line (sed -i '${line}d' ${snapshotPath}) and start again`,
+        );
       }
     }
     // The journal of the snapshot's generation (and later ones, should a start ever find them). Older journals
@@ -506,7 +689,7 @@ export class EmbeddedJournal {
       appendTo = { path, bytes: r.validBytes };
       if (r.problem) {
         problems.push(
-          `${j.name} ${r.problem}: kept the ${r.records} valid records before it, cut off ${r.totalBytes - r.validBytes} bytes`,
+          `${path} ${r.problem}: kept the ${r.records} valid records before it, cut off ${r.totalBytes - r.validBytes} bytes`,
         );
         // Cut the bad tail so that appends continue right after the valid prefix.
         const fd = openSync(path, 'r+');
@@ -520,6 +703,7 @@ export class EmbeddedJournal {
     }
     appendTo ??= { path: join(this.dir, journalName(generation)), bytes: 0 };
     this.fd = openSync(appendTo.path, 'a');
+    this.journalPath = appendTo.path;
     this.generation = generation;
     this.journalBytes = appendTo.bytes;
     let documents = 0;
@@ -531,10 +715,31 @@ export class EmbeddedJournal {
     this.recovery = {
       documents,
       records,
+      // A cut with no whole record before it (records 0) was counted as a clean stop, and the counters were not
+      // recounted.
+      unclean: records > 0 || problems.length > 0,
       ms: Date.now() - started,
       ...(problems.length ? { truncated: problems.join('; ') } : {}),
     };
   }
+}
+
+/** Answers a request whose changes could not be written: a 503 (nothing acknowledged), or a reset connection. */
+function refuse(res: ServerResponse, end: (...args: unknown[]) => ServerResponse, error: unknown): ServerResponse {
+  if (res.headersSent) {
+    // The status is gone already; a reset connection is a failure the client cannot take for an acknowledgement.
+    res.destroy();
+    return res;
+  }
+  res.statusCode = 503;
+  for (const name of res.getHeaderNames()) res.removeHeader(name);
+  res.setHeader('content-type', 'application/json');
+  return end(
+    JSON.stringify({
+      code: 'ServiceUnavailable',
+      message: `the embedded Cosmos server could not write its journal (${errorText(error)}): the change is not acknowledged; retry`,
+    }),
+  );
 }
 
 function snapshotHeader(path: string): { generation: number; bytes: number } | undefined {
