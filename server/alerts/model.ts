@@ -138,11 +138,14 @@ export interface ChannelView {
   settings: Record<string, unknown>;
   secrets: Record<string, { set: true }>;
   /**
-   * Present (true) when the stored URL is one every send refuses (plain http to a host other than this machine,
-   * stored before https was required, or a stored value that is no https URL at all): the list says so rather than
-   * the first alert finding out. Only the flag is shown, never the URL (server/alerts/routes.ts).
+   * Present (true) when the stored target is one every send refuses (plain http to a host other than this machine,
+   * stored before https was required, or a stored value that is no https URL at all; or a URL or SMTP host naming
+   * one of the console's own servers or a platform address, channelTarget.ts): the list says so rather than the
+   * first alert finding out. Only the flag and its reason are shown, never the URL (server/alerts/routes.ts).
    */
   insecureUrl?: true;
+  /** With insecureUrl: why, in words the console shows under the channel's name (alertStore.ts refusedAtSend). */
+  insecureReason?: string;
   updatedAt: string;
   updatedBy: string;
 }

@@ -59,9 +59,10 @@ export async function listRules(ctx: ConsoleContext, scope: ReadScope): Promise<
   return { rules: views, channels: channels.map((c) => viewOf(store, c)) };
 }
 
-/** A channel as the API shows it, flagged when every send of it is refused for its stored URL (model.ts). */
+/** A channel as the API shows it, flagged with the reason when every send of it is refused for its stored target (model.ts). */
 function viewOf(store: AlertStore, d: ChannelDoc): ChannelView {
-  return { ...channelView(d), ...(store.urlRefusedAtSend(d) ? { insecureUrl: true as const } : {}) };
+  const reason = store.refusedAtSend(d);
+  return { ...channelView(d), ...(reason !== null ? { insecureUrl: true as const, insecureReason: reason } : {}) };
 }
 
 function stripMeta<T extends object>(d: T): T {
