@@ -7,11 +7,16 @@ import { openContainer, type ContainerSlot } from '../../lib/store/containers.ts
 import { cosmosStatus } from '../../lib/store/index.ts';
 import { badRequest, notFound } from '../http.ts';
 import { alertsKey, seal, SecretKeyError, unseal } from './secrets.ts';
+import { auditorName, type Auditor } from '../manager/commands.ts';
 import { channelChanges, secretLeftForOldDestination, type ChannelChanges } from './channelDestination.ts';
 import { hostProblem, urlTargetProblem } from './channelTarget.ts';
 import { isAllowedChannelUrl, type AlertDoc, type ChannelDoc, type ChannelInput, type RuleDoc, type RuleInput, type RuleStateDoc } from './model.ts';
 
 export const ALERTS_CONTAINER = 'alerts';
+
+/** Who changed a rule or channel: the display name and, when known, the stable id beside it (two people share a name). */
+const updatedByOf = (user: Auditor): { updatedBy: string; updatedById?: string } =>
+  typeof user === 'string' ? { updatedBy: user } : { updatedBy: auditorName(user), updatedById: user.id };
 
 /** The list's reason for a stored URL every send refuses as not https (plain http to another host, or no URL at all). */
 export const INSECURE_URL = 'Its stored URL is neither https nor plain http to this machine: this channel will not send until its URL is entered again as https.';
@@ -68,7 +73,7 @@ export class AlertStore {
     return this.#get<RuleDoc>('rule', id);
   }
 
-  async saveRule(input: RuleInput, user: string, id?: string, now = new Date()): Promise<RuleDoc> {
+  async saveRule(input: RuleInput, user: Auditor, id?: string, now = new Date()): Promise<RuleDoc> {
     const existing = id ? await this.getRule(id) : null;
     if (id && !existing) throw notFound(`no alert rule ${id}`);
     const doc: RuleDoc = {
@@ -77,7 +82,7 @@ export class AlertStore {
       kind: 'rule',
       createdAt: existing?.createdAt ?? now.toISOString(),
       updatedAt: now.toISOString(),
-      updatedBy: user,
+      ...updatedByOf(user),
     };
     const c = await this.container();
     await c.items.upsert(doc);
@@ -156,7 +161,7 @@ export class AlertStore {
    * value removes a secret. A new channel must give every secret its type needs (the URL of a webhook, Teams or
    * Slack channel).
    */
-  async saveChannel(input: ChannelInput, user: string, id?: string, now = new Date()): Promise<ChannelDoc> {
+  async saveChannel(input: ChannelInput, user: Auditor, id?: string, now = new Date()): Promise<ChannelDoc> {
     const existing = id ? await this.getChannel(id) : null;
     if (id && !existing) throw notFound(`no alert channel ${id}`);
     if (existing && existing.type !== input.type) throw badRequest(`a channel's type cannot change (it is ${existing.type})`);
@@ -196,7 +201,7 @@ export class AlertStore {
       secrets,
       createdAt: existing?.createdAt ?? now.toISOString(),
       updatedAt: now.toISOString(),
-      updatedBy: user,
+      ...updatedByOf(user),
     };
     const c = await this.container();
     await c.items.upsert(doc);

@@ -47,6 +47,8 @@ export interface RuleDoc extends RuleInput {
   createdAt: string;
   updatedAt: string;
   updatedBy: string;
+  /** The stable id (principalKey) of who changed it last, beside the display name; absent on rules saved before it was. */
+  updatedById?: string;
 }
 
 export const CHANNEL_TYPES = ['webhook', 'teams', 'slack', 'email'] as const;
@@ -128,6 +130,8 @@ export interface ChannelDoc {
   createdAt: string;
   updatedAt: string;
   updatedBy: string;
+  /** As RuleDoc's: absent on channels saved before it was recorded. */
+  updatedById?: string;
 }
 
 /** A channel as the API shows it: the secrets only as "set". */
@@ -148,6 +152,7 @@ export interface ChannelView {
   insecureReason?: string;
   updatedAt: string;
   updatedBy: string;
+  updatedById?: string;
 }
 
 export function channelView(d: ChannelDoc): ChannelView {
@@ -159,6 +164,7 @@ export function channelView(d: ChannelDoc): ChannelView {
     secrets: Object.fromEntries(Object.keys(d.secrets).map((k) => [k, { set: true as const }])),
     updatedAt: d.updatedAt,
     updatedBy: d.updatedBy,
+    ...(d.updatedById !== undefined ? { updatedById: d.updatedById } : {}),
   };
 }
 
