@@ -414,11 +414,11 @@ export function AlertsAdminView() {
             <tr key={c.id} className="border-t border-slate-100 align-top">
               <td className="py-1 font-medium">
                 {c.name}
-                {/* Stored before https was required: every send is refused (channels.ts), so say it before an alert does.
-                    Plain http to another host, or a stored value that is no URL at all: the text holds for both. */}
+                {/* Every send is refused for its stored target (channels.ts), so say it before an alert does: the route's
+                    reason (not https; an own server's port or a platform address), else the not-https text of older answers. */}
                 {c.insecureUrl ? (
                   <div className="text-xs font-normal text-red-700" data-testid="channel-insecure-url">
-                    Its stored URL is neither https nor plain http to this machine: this channel will not send until its URL is entered again as https.
+                    {c.insecureReason ?? 'Its stored URL is neither https nor plain http to this machine: this channel will not send until its URL is entered again as https.'}
                   </div>
                 ) : null}
               </td>

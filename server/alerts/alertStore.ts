@@ -7,10 +7,19 @@ import { openContainer, type ContainerSlot } from '../../lib/store/containers.ts
 import { cosmosStatus } from '../../lib/store/index.ts';
 import { badRequest, notFound } from '../http.ts';
 import { alertsKey, seal, SecretKeyError, unseal } from './secrets.ts';
+import { auditorName, type Auditor } from '../manager/commands.ts';
 import { channelChanges, secretLeftForOldDestination, type ChannelChanges } from './channelDestination.ts';
+import { hostProblem, urlTargetProblem } from './channelTarget.ts';
 import { isAllowedChannelUrl, type AlertDoc, type ChannelDoc, type ChannelInput, type RuleDoc, type RuleInput, type RuleStateDoc } from './model.ts';
 
 export const ALERTS_CONTAINER = 'alerts';
+
+/** Who changed a rule or channel: the display name and, when known, the stable id beside it (two people share a name). */
+const updatedByOf = (user: Auditor): { updatedBy: string; updatedById?: string } =>
+  typeof user === 'string' ? { updatedBy: user } : { updatedBy: auditorName(user), updatedById: user.id };
+
+/** The list's reason for a stored URL every send refuses as not https (plain http to another host, or no URL at all). */
+export const INSECURE_URL = 'Its stored URL is neither https nor plain http to this machine: this channel will not send until its URL is entered again as https.';
 
 export class AlertStore {
   readonly #slot: ContainerSlot = {};
@@ -64,7 +73,7 @@ export class AlertStore {
     return this.#get<RuleDoc>('rule', id);
   }
 
-  async saveRule(input: RuleInput, user: string, id?: string, now = new Date()): Promise<RuleDoc> {
+  async saveRule(input: RuleInput, user: Auditor, id?: string, now = new Date()): Promise<RuleDoc> {
     const existing = id ? await this.getRule(id) : null;
     if (id && !existing) throw notFound(`no alert rule ${id}`);
     const doc: RuleDoc = {
@@ -73,7 +82,7 @@ export class AlertStore {
       kind: 'rule',
       createdAt: existing?.createdAt ?? now.toISOString(),
       updatedAt: now.toISOString(),
-      updatedBy: user,
+      ...updatedByOf(user),
     };
     const c = await this.container();
     await c.items.upsert(doc);
@@ -119,18 +128,29 @@ export class AlertStore {
   }
 
   /**
-   * Whether each send of the channel is refused for its stored URL (plain http to a non-loopback host: channels.ts
-   * checks isAllowedChannelUrl before every post). False when that cannot be told - no URL, no key that opens it, a
-   * stored value that is damaged, any other failure to read it: a list of channels, which every role reads, must not
-   * fail for one channel, and the send (and "send test") reports why it cannot read the URL itself.
+   * Why each send of the channel is refused for its stored target, in words the console shows, or null: a URL that
+   * is plain http to a non-loopback host (channels.ts checks isAllowedChannelUrl before every post), or a URL or SMTP
+   * host that names a target never allowed (channelTarget.ts: an own server's port, a platform address) - stored
+   * before that rule, or an own server's port only now (its port given to Cosmos, the emulator or the console since).
+   * Null when that cannot be told - no URL, no key that opens it, a stored value that is damaged, any other failure
+   * to read it: a list of channels, which every role reads, must not fail for one channel, and the send (and "send
+   * test") reports why it cannot read the URL itself. Only the reason comes out, never the URL.
    */
-  urlRefusedAtSend(d: ChannelDoc): boolean {
-    if (d.secrets.url === undefined) return false;
+  refusedAtSend(d: ChannelDoc): string | null {
+    const target = (problem: string | null, what: string) =>
+      problem === null ? null : `Its ${what} names ${problem.replace(/ is never an alert target$/, '')}: this channel will not send until it is changed.`;
+    if (d.type === 'email') {
+      const { host, port } = d.settings;
+      return typeof host === 'string' && typeof port === 'number' ? target(hostProblem(host, port, this.#env), 'SMTP server') : null;
+    }
+    if (d.secrets.url === undefined) return null;
     try {
       const url = this.#storedUrl(d);
-      return url !== undefined && !isAllowedChannelUrl(url);
+      if (url === undefined) return null;
+      if (!isAllowedChannelUrl(url)) return INSECURE_URL;
+      return target(urlTargetProblem(url, this.#env), 'stored URL');
     } catch {
-      return false;
+      return null;
     }
   }
 
@@ -141,7 +161,7 @@ export class AlertStore {
    * value removes a secret. A new channel must give every secret its type needs (the URL of a webhook, Teams or
    * Slack channel).
    */
-  async saveChannel(input: ChannelInput, user: string, id?: string, now = new Date()): Promise<ChannelDoc> {
+  async saveChannel(input: ChannelInput, user: Auditor, id?: string, now = new Date()): Promise<ChannelDoc> {
     const existing = id ? await this.getChannel(id) : null;
     if (id && !existing) throw notFound(`no alert channel ${id}`);
     if (existing && existing.type !== input.type) throw badRequest(`a channel's type cannot change (it is ${existing.type})`);
@@ -181,7 +201,7 @@ export class AlertStore {
       secrets,
       createdAt: existing?.createdAt ?? now.toISOString(),
       updatedAt: now.toISOString(),
-      updatedBy: user,
+      ...updatedByOf(user),
     };
     const c = await this.container();
     await c.items.upsert(doc);

@@ -149,3 +149,55 @@ test("every spelling of a loopback address is this machine: an e-mail host `0::1
   assert.equal(hostProblem('0::1', port + 1, ownEnv), null);
   assert.equal(hostProblem('::2', port, ownEnv), null);
 });
+
+// Platform addresses outside link-local, and GCP's metadata name: before, each was accepted and connected to.
+test("Azure's wireserver, Alibaba's and AWS's IPv6 metadata addresses and GCP's metadata name are refused on input and at send", async () => {
+  for (const host of ['168.63.129.16', '100.100.100.200', 'fd00:ec2::254', '::ffff:168.63.129.16', 'metadata.google.internal', 'Metadata.Google.Internal.', 'metadata'])
+    assert.match(hostProblem(host, 443, env) ?? '', /^a link-local or cloud metadata address/, host);
+  for (const url of ['https://168.63.129.16/machine?comp=goalstate', 'https://100.100.100.200/latest/meta-data/', 'https://[::ffff:a83f:8110]/'])
+    await assert.rejects(sendNotice(storedSlack(url), notice, { env, timeoutMs: 2000 }), { message: /the URL names a link-local or cloud metadata address .*: refused, nothing was sent/ }, url);
+  // Neighbours of those addresses stay targets.
+  for (const host of ['168.63.129.17', '100.100.100.201']) assert.equal(hostProblem(host, 443, env), null, host);
+});
+
+test('a name is checked by the addresses the resolver gives when sent: a name resolving to a platform address is refused', async () => {
+  // The resolver seam stands in for DNS (GCP's resolver answers metadata.google.internal with 169.254.169.254).
+  const asked: string[] = [];
+  const resolveTo =
+    (address: string): NonNullable<Parameters<typeof sendNotice>[2]>['resolve'] =>
+    (hostname, _options, callback) => {
+      asked.push(hostname);
+      callback(null, [{ address, family: address.includes(':') ? 6 : 4 }]);
+    };
+  for (const address of ['169.254.169.254', '168.63.129.16', '100.100.100.200', 'fd00:ec2::254'])
+    await assert.rejects(
+      sendNotice(storedSlack('https://hooks.example.test/x'), notice, { env, timeoutMs: 2000, resolve: resolveTo(address) }),
+      { message: /the target resolves to a link-local or cloud metadata address .*: refused, nothing was sent/ },
+      address,
+    );
+  assert.deepEqual(asked, ['hooks.example.test', 'hooks.example.test', 'hooks.example.test', 'hooks.example.test']);
+  // GCP's name itself is refused before any lookup, for an e-mail host too (input: hostProblem above).
+  const mail: ChannelDoc = {
+    ...storedSlack('unused'),
+    type: 'email',
+    name: 'mail',
+    settings: { host: 'metadata.google.internal', port: 25, secure: false, from: 'nimbus@example.test', to: ['oncall@example.test'] },
+    secrets: {},
+  };
+  await assert.rejects(sendNotice(mail, notice, { env, timeoutMs: 2000, resolve: resolveTo('203.0.113.9') }), {
+    message: /channel 'mail' \(email\): the target names a link-local or cloud metadata address .*: refused, nothing was sent/,
+  });
+  assert.equal(asked.length, 4, 'the platform name was not resolved');
+});
+
+test("the emulator's AMQPS port (5671) is an own server's port whenever the Service Bus endpoint is on this machine", async () => {
+  const sbEnv = (host: string) => ({ ...env, NIMBUS_SERVICEBUS_CONNECTION_STRING: `Endpoint=sb://${host}:5672;SharedAccessKeyName=k;SharedAccessKey=v` });
+  assert.equal(hostProblem('127.0.0.1', 5671, sbEnv('localhost')), OWN_SERVER_REFUSAL);
+  assert.equal(hostProblem('localhost', 5671, sbEnv('127.0.0.1')), OWN_SERVER_REFUSAL);
+  // Azure's namespace is not on this machine: a local 5671 is then nobody's own server.
+  assert.equal(hostProblem('127.0.0.1', 5671, sbEnv('nimbus.servicebus.windows.net')), null);
+  // Before, the console connected (a TLS listener of the emulator there would have taken the admin request).
+  await assert.rejects(sendNotice(storedSlack('https://127.0.0.1:5671/$namespaceinfo'), notice, { env: sbEnv('localhost'), timeoutMs: 2000 }), {
+    message: new RegExp(`channel 'old-slack' \\(slack\\): the URL names ${OWN_SERVER.source}`),
+  });
+});

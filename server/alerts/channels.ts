@@ -7,7 +7,7 @@ import { isIP } from 'node:net';
 import { request as httpRequest, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import nodemailer from 'nodemailer';
-import { addressProblem, urlTargetProblem } from './channelTarget.ts';
+import { addressProblem, isPlatformName, LINK_LOCAL_REFUSAL, urlTargetProblem } from './channelTarget.ts';
 import { alertsKey, SecretKeyError, unseal } from './secrets.ts';
 import { isAllowedChannelUrl, type AlertDoc, type ChannelDoc } from './model.ts';
 import { isLoopbackName } from '../../lib/net/loopback.ts';
@@ -160,9 +160,14 @@ class RefusedSend extends Error {}
  * check is on the addresses this very connection uses, so a name that resolved to a public address when the channel
  * was saved, and to 127.0.0.1 or 169.254.169.254 now, is refused - there is no second lookup to race.
  */
-function guardedLookup(port: number, env: Record<string, string | undefined> | undefined): NonNullable<RequestOptions['lookup']> {
+/** How names are resolved for a notice: node's `dns.lookup` (the system resolver), or a test's stand-in. */
+export type Resolve = (hostname: string, options: { all: true }, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+
+function guardedLookup(port: number, env: Record<string, string | undefined> | undefined, resolve: Resolve = dnsLookup): NonNullable<RequestOptions['lookup']> {
   return ((hostname: string, options: object, callback: (err: Error | null, address: string | LookupAddress[], family?: number) => void) => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+    // A platform name (GCP's metadata server) is refused before it is resolved: it names nothing else.
+    if (isPlatformName(hostname)) return callback(new RefusedSend(`the target names ${LINK_LOCAL_REFUSAL.replace(/ is never an alert target$/, '')}: refused, nothing was sent`), []);
+    resolve(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, []);
       for (const a of addresses) {
         const problem = addressProblem(a.address, port, env);
@@ -175,16 +180,23 @@ function guardedLookup(port: number, env: Record<string, string | undefined> | u
 }
 
 /** The address a host name resolves to for a connection, refused (RefusedSend) when it may never be reached. */
-async function checkedAddress(host: string, port: number, env: Record<string, string | undefined>): Promise<string> {
+async function checkedAddress(host: string, port: number, env: Record<string, string | undefined>, resolveName?: Resolve): Promise<string> {
   const { address } = await new Promise<LookupAddress>((resolve, reject) =>
-    guardedLookup(port, env)(host.trim().replace(/^\[|\]$/g, ''), {}, (err, address, family) =>
+    guardedLookup(port, env, resolveName)(host.trim().replace(/^\[|\]$/g, ''), {}, (err, address, family) =>
       err ? reject(err) : resolve({ address: address as string, family: family ?? 4 }),
     ),
   );
   return address;
 }
 
-async function postJson(url: string, body: unknown, headers: Record<string, string>, timeoutMs: number, env?: Record<string, string | undefined>): Promise<void> {
+async function postJson(
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+  timeoutMs: number,
+  env?: Record<string, string | undefined>,
+  resolveName?: Resolve,
+): Promise<void> {
   // A URL stored before https was required keeps no exception: its notice and headers would cross a network in clear.
   // The reason only as far as it is true: a stored value that is not a URL, or not http at all, is no "plain http".
   if (!isAllowedChannelUrl(url))
@@ -204,7 +216,7 @@ async function postJson(url: string, body: unknown, headers: Record<string, stri
       {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'content-length': String(payload.length), ...headers },
-        lookup: guardedLookup(port, env),
+        lookup: guardedLookup(port, env, resolveName),
         signal,
       },
       (res) => {
@@ -221,6 +233,8 @@ async function postJson(url: string, body: unknown, headers: Record<string, stri
 export interface SendOptions {
   env?: Record<string, string | undefined>;
   timeoutMs?: number;
+  /** Tests only: the resolver the target's name goes through (default `dns.lookup`), so that a test can make a name resolve to a platform address. */
+  resolve?: Resolve;
 }
 
 /** Sends one notice; rejects with a message that is safe to store and show (no URL, no password). */
@@ -234,20 +248,20 @@ export async function sendNotice(channel: ChannelDoc, notice: AlertNotice, optio
     switch (channel.type) {
       case 'webhook': {
         const headers = secret('headers');
-        await postJson(secret('url')!, notice, headers ? (JSON.parse(headers) as Record<string, string>) : {}, timeoutMs, targetEnv);
+        await postJson(secret('url')!, notice, headers ? (JSON.parse(headers) as Record<string, string>) : {}, timeoutMs, targetEnv, options.resolve);
         return;
       }
       case 'teams':
-        await postJson(secret('url')!, teamsBody(notice), {}, timeoutMs, targetEnv);
+        await postJson(secret('url')!, teamsBody(notice), {}, timeoutMs, targetEnv, options.resolve);
         return;
       case 'slack':
-        await postJson(secret('url')!, slackBody(notice), {}, timeoutMs, targetEnv);
+        await postJson(secret('url')!, slackBody(notice), {}, timeoutMs, targetEnv, options.resolve);
         return;
       case 'email': {
         const s = channel.settings as EmailSettings;
         // Resolved and checked here, then connected to by that address (its TLS still verified for the name given):
         // nodemailer resolves names itself and takes no lookup of ours.
-        const address = await checkedAddress(s.host, s.port, targetEnv);
+        const address = await checkedAddress(s.host, s.port, targetEnv, options.resolve);
         const name = s.host.trim().replace(/^\[|\]$/g, '');
         const transport = nodemailer.createTransport({
           ...smtpTransportOptions(s, secret('password'), timeoutMs),

@@ -47,6 +47,8 @@ export interface RuleDoc extends RuleInput {
   createdAt: string;
   updatedAt: string;
   updatedBy: string;
+  /** The stable id (principalKey) of who changed it last, beside the display name; absent on rules saved before it was. */
+  updatedById?: string;
 }
 
 export const CHANNEL_TYPES = ['webhook', 'teams', 'slack', 'email'] as const;
@@ -128,6 +130,8 @@ export interface ChannelDoc {
   createdAt: string;
   updatedAt: string;
   updatedBy: string;
+  /** As RuleDoc's: absent on channels saved before it was recorded. */
+  updatedById?: string;
 }
 
 /** A channel as the API shows it: the secrets only as "set". */
@@ -138,13 +142,17 @@ export interface ChannelView {
   settings: Record<string, unknown>;
   secrets: Record<string, { set: true }>;
   /**
-   * Present (true) when the stored URL is one every send refuses (plain http to a host other than this machine,
-   * stored before https was required, or a stored value that is no https URL at all): the list says so rather than
-   * the first alert finding out. Only the flag is shown, never the URL (server/alerts/routes.ts).
+   * Present (true) when the stored target is one every send refuses (plain http to a host other than this machine,
+   * stored before https was required, or a stored value that is no https URL at all; or a URL or SMTP host naming
+   * one of the console's own servers or a platform address, channelTarget.ts): the list says so rather than the
+   * first alert finding out. Only the flag and its reason are shown, never the URL (server/alerts/routes.ts).
    */
   insecureUrl?: true;
+  /** With insecureUrl: why, in words the console shows under the channel's name (alertStore.ts refusedAtSend). */
+  insecureReason?: string;
   updatedAt: string;
   updatedBy: string;
+  updatedById?: string;
 }
 
 export function channelView(d: ChannelDoc): ChannelView {
@@ -156,6 +164,7 @@ export function channelView(d: ChannelDoc): ChannelView {
     secrets: Object.fromEntries(Object.keys(d.secrets).map((k) => [k, { set: true as const }])),
     updatedAt: d.updatedAt,
     updatedBy: d.updatedBy,
+    ...(d.updatedById !== undefined ? { updatedById: d.updatedById } : {}),
   };
 }
 

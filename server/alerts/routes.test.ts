@@ -334,6 +334,29 @@ describe('alerts API', () => {
     const sent = await call('api/admin/alerts/channels/{channelId}/test', 'POST', undefined, { channelId: stored.id });
     assert.equal(sent.status, 200, sent.text);
     assert.match((JSON.parse(sent.text) as { error: string }).error, /the URL names a port of the console's own servers on this machine .*: refused, nothing was sent/);
+    // The list flags such stored channels with the reason the console shows (never the URL); before, it said nothing
+    // of them while every send was refused. An SMTP host at the emulator's port, and a webhook elsewhere, for contrast.
+    const emulatorPort = Number(/Endpoint=sb:\/\/[^:;]+:(\d+)/.exec(stack.env.NIMBUS_SERVICEBUS_CONNECTION_STRING!)![1]);
+    const storedMail = await new AlertStore(stack.store.database).saveChannel(
+      { type: 'email', name: 'ssrf-stored-mail', host: 'localhost', port: emulatorPort, secure: false, from: 'a@example.test', to: ['b@example.test'] },
+      'test',
+    );
+    await new AlertStore(stack.store.database).saveChannel({ type: 'webhook', name: 'ssrf-stored-fine', url: 'https://hooks.example.test/fine' }, 'test');
+    const list = await call('api/admin/alerts/rules', 'GET');
+    assert.equal(list.status, 200, list.text);
+    assert.ok(!list.text.includes('/dbs'), 'the reason, not the URL');
+    const flagged = Object.fromEntries(
+      (JSON.parse(list.text) as { channels: Array<{ id: string; name: string; insecureUrl?: boolean; insecureReason?: string }> }).channels
+        .filter((c) => c.name.startsWith('ssrf-stored'))
+        .map((c) => [c.name, [c.insecureUrl ?? false, c.insecureReason ?? null]]),
+    );
+    const ownReason = "a port of the console's own servers on this machine (the embedded Cosmos, the Service Bus emulator and its AMQPS port, the console): this channel will not send until it is changed.";
+    assert.deepEqual(flagged, {
+      'ssrf-stored': [true, `Its stored URL names ${ownReason}`],
+      'ssrf-stored-mail': [true, `Its SMTP server names ${ownReason}`],
+      'ssrf-stored-fine': [false, null],
+    });
+    assert.ok(storedMail.id);
   });
 
   test('a channel stored with a plain-http URL to another host is flagged in the list until its URL is https again', async () => {

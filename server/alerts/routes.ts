@@ -10,6 +10,7 @@ import { SecretKeyError } from './secrets.ts';
 import { alertNamedEndpoint, alertVisibility } from './readScope.ts';
 import type { ChannelChanges } from './channelDestination.ts';
 import type { ReadScope } from '../auth/readScope.ts';
+import type { Auditor } from '../manager/commands.ts';
 
 const KEY = Symbol.for('nimbus.console.alerts');
 type Slot = { ctx?: ConsoleContext; store?: AlertStore };
@@ -59,9 +60,10 @@ export async function listRules(ctx: ConsoleContext, scope: ReadScope): Promise<
   return { rules: views, channels: channels.map((c) => viewOf(store, c)) };
 }
 
-/** A channel as the API shows it, flagged when every send of it is refused for its stored URL (model.ts). */
+/** A channel as the API shows it, flagged with the reason when every send of it is refused for its stored target (model.ts). */
 function viewOf(store: AlertStore, d: ChannelDoc): ChannelView {
-  return { ...channelView(d), ...(store.urlRefusedAtSend(d) ? { insecureUrl: true as const } : {}) };
+  const reason = store.refusedAtSend(d);
+  return { ...channelView(d), ...(reason !== null ? { insecureUrl: true as const, insecureReason: reason } : {}) };
 }
 
 function stripMeta<T extends object>(d: T): T {
@@ -75,24 +77,24 @@ async function checkChannels(ctx: ConsoleContext, ids: string[]): Promise<void> 
   for (const id of ids) if (!(await store.getChannel(id))) throw badRequest(`no alert channel ${id}`);
 }
 
-export async function createRule(ctx: ConsoleContext, input: RuleInput, user: string): Promise<RuleDoc> {
+export async function createRule(ctx: ConsoleContext, input: RuleInput, user: Auditor): Promise<RuleDoc> {
   await checkChannels(ctx, input.channelIds);
   return stripMeta(await alertStoreOf(ctx).saveRule(input, user));
 }
 
-export async function updateRule(ctx: ConsoleContext, id: string, input: RuleInput, user: string): Promise<RuleDoc> {
+export async function updateRule(ctx: ConsoleContext, id: string, input: RuleInput, user: Auditor): Promise<RuleDoc> {
   await checkChannels(ctx, input.channelIds);
   return stripMeta(await alertStoreOf(ctx).saveRule(input, user, id));
 }
 
 export const deleteRule = (ctx: ConsoleContext, id: string) => alertStoreOf(ctx).deleteRule(id);
 
-export async function createChannel(ctx: ConsoleContext, input: ChannelInput, user: string): Promise<ChannelView> {
+export async function createChannel(ctx: ConsoleContext, input: ChannelInput, user: Auditor): Promise<ChannelView> {
   const store = alertStoreOf(ctx);
   return keyed(async () => viewOf(store, await store.saveChannel(input, user)));
 }
 
-export async function updateChannel(ctx: ConsoleContext, id: string, input: ChannelInput, user: string): Promise<ChannelView> {
+export async function updateChannel(ctx: ConsoleContext, id: string, input: ChannelInput, user: Auditor): Promise<ChannelView> {
   const store = alertStoreOf(ctx);
   return keyed(async () => viewOf(store, await store.saveChannel(input, user, id)));
 }

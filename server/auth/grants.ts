@@ -54,6 +54,8 @@ export const grantSchema = z.object({
   id: z.string(),
   subjectName: z.string().nullable().default(null),
   grantedBy: z.string(),
+  /** The granter's stable id (principalKey) beside the display name; absent on grants stored before it was recorded. */
+  grantedById: z.string().optional(),
   grantedAt: z.string(),
 });
 export type Grant = z.output<typeof grantSchema>;
@@ -117,9 +119,10 @@ export function listGrants(database: Database, options: { fresh?: boolean } = {}
   return p;
 }
 
-export async function addGrant(database: Database, input: GrantInput, grantedBy: string): Promise<Grant> {
+export async function addGrant(database: Database, input: GrantInput, grantedBy: string | { name: string; id: string }): Promise<Grant> {
   const g = grantInputSchema.parse(input);
-  const grant: Grant = { ...g, subjectName: g.subjectName ?? null, id: grantId(g), grantedBy, grantedAt: new Date().toISOString() };
+  const by = typeof grantedBy === 'string' ? { grantedBy } : { grantedBy: grantedBy.name, grantedById: grantedBy.id };
+  const grant: Grant = { ...g, subjectName: g.subjectName ?? null, id: grantId(g), ...by, grantedAt: new Date().toISOString() };
   const c = await container(database);
   try {
     await c.items.upsert(grant);

@@ -12,6 +12,7 @@
 // documents, all three kinds, once it ended more than NIMBUS_JOB_RETENTION_DAYS ago (prune.ts).
 // The runner (runner.ts) applies the wish at its next step; a paused job keeps its lease-free cursor and resumes
 // where it stopped, in any replica.
+import type { JobAuthority } from './authority.ts';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { limiter } from '../../lib/concurrency/limiter.ts';
@@ -135,6 +136,13 @@ export interface Job {
    * they may confirm or cancel it while prepared (authorizeControl.ts). Absent on older jobs.
    */
   startedById?: string;
+  /**
+   * Where the starter's role to act rests on grants alone, what to re-check before each lot (authority.ts): a grant
+   * removed or lowered stops the job. Absent when claims gave it (no server-side record) and on older jobs.
+   */
+  authority?: JobAuthority;
+  /** Why the runner stopped the job (`cancelled` by it): "stopped: <user> no longer holds <role> on <endpoints>". */
+  stoppedReason?: string;
   createdAt: string;
   updatedAt: string;
   startedAt: string | null;
@@ -188,6 +196,7 @@ export class JobStore {
     rows: SelectedRow[];
     startedBy: string;
     startedById?: string;
+    authority?: JobAuthority;
     ratePerSecond: number;
     hold?: boolean;
     title?: string;
@@ -218,6 +227,7 @@ export class JobStore {
       ratePerSecond: args.ratePerSecond,
       startedBy: args.startedBy,
       ...(args.startedById ? { startedById: args.startedById } : {}),
+      ...(args.authority ? { authority: args.authority } : {}),
       createdAt: now,
       updatedAt: now,
       startedAt: null,
@@ -393,7 +403,7 @@ export function jobView(job: Job, control: JobControlDoc | null, now = Date.now(
   const remaining = job.total - processed;
   const etaSeconds = job.state === 'running' && perSecond > 0 ? Math.ceil(remaining / perSecond) : null;
   // startedById is for authorization only: the view names the starter by display name, as before.
-  const { selection, errors, cursor: _cursor, inFlightTo: _inFlightTo, awaitingReceipt: _awaitingReceipt, pausedLot: _pausedLot, chunks: _chunks, startedById: _startedById, ...rest } = job;
+  const { selection, errors, cursor: _cursor, inFlightTo: _inFlightTo, awaitingReceipt: _awaitingReceipt, pausedLot: _pausedLot, chunks: _chunks, startedById: _startedById, authority: _authority, ...rest } = job;
   return {
     ...rest,
     kind: job.kind as JobKind | 'replay',

@@ -1,6 +1,7 @@
 // What the /api/operations routes call: create a job from a frozen selection, list jobs (and the dead-letter
 // replays, server/subscriptions/replay.ts) within the caller's read scope, read one, and record the operator's
 // pause / resume / cancel.
+import type { JobAuthority } from './authority.ts';
 import { inScope, type ReadScope } from '../auth/readScope.ts';
 import type { ConsoleContext } from '../context.ts';
 import { getOpsServices } from '../heartbeat/services.ts';
@@ -32,7 +33,7 @@ export async function createOperation(
   kind: JobKind,
   selection: Selection,
   rows: SelectedRow[],
-  startedBy: { name: string; principalId: string },
+  startedBy: { name: string; principalId: string; authority?: JobAuthority | undefined },
   hold = false,
   scope?: ReadScope,
 ) {
@@ -40,7 +41,7 @@ export async function createOperation(
   const title = await jobTitle(ctx.store.database, kind, selection, rows);
   // For the confirmation (a held job): the earlier job that covered these events, looked up before this one exists.
   const previous = hold && scope ? await previousJobFor(ctx, selection, rows, scope) : null;
-  const job = await jobs.create({ kind, selection, rows, startedBy: startedBy.name, startedById: startedBy.principalId, ratePerSecond: operationsRate(), hold, title });
+  const job = await jobs.create({ kind, selection, rows, startedBy: startedBy.name, startedById: startedBy.principalId, ...(startedBy.authority ? { authority: startedBy.authority } : {}), ratePerSecond: operationsRate(), hold, title });
   if (!hold) runner.kick();
   // The job too, for the route's audit entry: it names the endpoints and their counts, already counted from the rows.
   return { answer: { operationId: job.operationId, total: job.total, state: job.state, ...(hold ? { previous } : {}) }, job };

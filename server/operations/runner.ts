@@ -86,6 +86,12 @@ export interface RunnerOptions {
   /** Called with each finished job (the job's audit record). */
   onFinished?: (job: Job) => Promise<void> | void;
   /**
+   * Asked before each lot of a job that recorded its starter's authority (Job.authority): the stop reason when the
+   * role is gone (authority.ts), else null. The job then ends as a cancel ends it - `cancelled`, the rows an earlier
+   * run may have sent past the cursor counted by their receipts - with that reason (Job.stoppedReason), nothing more sent.
+   */
+  authorityLapsed?: (job: Job) => Promise<string | null>;
+  /**
    * Deletes ended jobs past their retention beside the scans (prune.ts); `now` is the clock their ends are
    * compared with (tests). Without it, no job is ever deleted.
    */
@@ -157,7 +163,7 @@ function unsavedOutcomes(unsaved: Unsaved): UncountedLot | undefined {
 
 export class OperationsRunner {
   readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  readonly #o: Required<Omit<RunnerOptions, 'onFinished' | 'prune'>> & Pick<RunnerOptions, 'onFinished'>;
+  readonly #o: Required<Omit<RunnerOptions, 'onFinished' | 'prune' | 'authorityLapsed'>> & Pick<RunnerOptions, 'onFinished' | 'authorityLapsed'>;
   readonly #pruner: JobPruner | undefined;
   #pruning: Promise<unknown> | undefined;
   readonly #running = new Map<string, Promise<void>>();
@@ -556,6 +562,18 @@ export class OperationsRunner {
       if (clock() - lastControl >= CONTROL_EVERY_MS) {
         lastControl = clock();
         if (await obey(await wish())) return;
+      }
+      // The starter's role re-checked before each lot: a revoked grant stops the job here, between lots, as a cancel
+      // would (what was sent is counted, nothing more goes out). An unreadable grant list is no revocation: the next
+      // lot asks again.
+      if (job.authority && this.#o.authorityLapsed) {
+        const lapsed = await this.#o.authorityLapsed(job).catch(() => null);
+        if (lapsed !== null) {
+          job.stoppedReason = lapsed;
+          log.warn({ operationId: id, cursor: job.cursor }, "operation stopped: its starter's role was revoked");
+          await cancel(rows);
+          return;
+        }
       }
       const batch = rows.slice(job.cursor, job.cursor + size);
       if ((job.inFlightTo ?? 0) < job.cursor + batch.length) {

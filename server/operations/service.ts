@@ -2,6 +2,8 @@
 // server/context.ts). Started by the first operations request, and by the launcher at start-up so jobs resume
 // after a restart without waiting for anyone to open the console (scripts/start-stack.ts) - on a replica whose
 // background duties are on (NIMBUS_BACKGROUND); one with them off only stores and reads jobs.
+import { lapsedEndpoints, lapseReason } from './authority.ts';
+import { listGrants } from '../auth/grants.ts';
 import { LeaseStore } from '../../lib/store/index.ts';
 import { writeAudit } from '../audit/auditLog.ts';
 import type { ConsoleContext } from '../context.ts';
@@ -61,7 +63,7 @@ export async function auditFinishedJob(ctx: ConsoleContext, job: Job): Promise<v
       ? null
       : job.state === 'discarded'
         ? `not confirmed within ${Math.round(PREPARED_TTL_MS / 60_000)} min: discarded, nothing was sent`
-        : job.state;
+        : (job.stoppedReason ?? job.state);
   await writeAudit(ctx.store.database, {
     actorKind: 'user',
     actorId: job.startedBy,
@@ -90,6 +92,13 @@ export async function auditFinishedJob(ctx: ConsoleContext, job: Job): Promise<v
   }).catch(() => undefined);
 }
 
+/** The stop reason of a job whose starter's granted role is gone (authority.ts), read from the grants now. */
+async function authorityLapsedFor(ctx: ConsoleContext, job: Job): Promise<string | null> {
+  if (!job.authority) return null;
+  const lapsed = lapsedEndpoints(job.authority, await listGrants(ctx.store.database));
+  return lapsed.length > 0 ? lapseReason(job.startedBy, job.authority.role, lapsed) : null;
+}
+
 export function getOperations(ctx: ConsoleContext): OperationsServices {
   if (!slot.services || slot.ctx !== ctx) {
     void slot.services?.runner.stop();
@@ -102,6 +111,7 @@ export function getOperations(ctx: ConsoleContext): OperationsServices {
           manager: ctx.manager,
           concurrency: operationsConcurrency(),
           onFinished: (job) => auditFinishedJob(ctx, job),
+          authorityLapsed: (job) => authorityLapsedFor(ctx, job),
           prune: { retentionDays: ctx.config.jobRetentionDays },
         }).start()
       : NO_RUNNER;

@@ -2,6 +2,7 @@
 // queue, restore the rules the catalog's topology expects. The request must carry the subscription's name as
 // the operator typed it (`topic/subscription` for a purge); a mismatch is refused before anything changes. Every
 // action is audited.
+import { auditorFields, type Auditor } from '../manager/commands.ts';
 import type { RuleProperties, ServiceBusAdministrationClient, ServiceBusClient } from '@azure/service-bus';
 import type { MessageStore } from '../../lib/store/index.ts';
 import type { TopologyModel } from '@nimbus/sdk/topology';
@@ -77,11 +78,12 @@ export async function requireSubscription(admin: ServiceBusAdministrationClient,
   if (!(await subscriptionExists(admin, ref))) throw subscriptionNotFound(ref);
 }
 
-async function audit(store: MessageStore, type: string, auditor: string, ref: SubscriptionRef, data: Record<string, unknown>): Promise<void> {
+/** The topology's history entry of a change: who by display name and, when known, by stable id (auditorFields). */
+async function audit(store: MessageStore, type: string, auditor: Auditor, ref: SubscriptionRef, data: Record<string, unknown>): Promise<void> {
   await store.recordAudit({
     eventId: TOPOLOGY_AUDIT_EVENT,
     type,
-    auditor,
+    ...auditorFields(auditor),
     comment: `${ref.topic}/${ref.subscription}`,
     data: JSON.stringify({ ...ref, ...data }).slice(0, 4096),
   });
@@ -93,7 +95,7 @@ export async function setReceiving(
   store: MessageStore,
   ref: SubscriptionRef,
   paused: boolean,
-  auditor: string,
+  auditor: Auditor,
 ): Promise<{ status: string; previous: string }> {
   const sub = await onSubscription(ref, () => admin.getSubscription(ref.topic, ref.subscription));
   const previous = sub.status;
@@ -109,7 +111,7 @@ export async function purge(
   admin: ServiceBusAdministrationClient,
   store: MessageStore,
   ref: SubscriptionRef,
-  auditor: string,
+  auditor: Auditor,
 ): Promise<{ purged: number }> {
   await requireSubscription(admin, ref);
   const purged = await onSubscription(ref, () => purgeDeadLetters(client, ref.topic, ref.subscription));
@@ -124,7 +126,7 @@ export async function restoreRules(
   store: MessageStore,
   model: TopologyModel,
   ref: SubscriptionRef,
-  auditor: string,
+  auditor: Auditor,
 ): Promise<{ restored: string[] }> {
   const wanted = findModel(model, ref.topic, ref.subscription);
   if (!wanted) throw notFound(`subscription ${ref.topic}/${ref.subscription} is not part of the catalog's topology`);

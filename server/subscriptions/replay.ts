@@ -9,6 +9,7 @@
 // to resend it or to remove it as delivered. Topics have no duplicate detection to fall back on (the
 // Resolver's throttle path legitimately re-sends a MessageId), so the journal is the only guard.
 // A long replay writes its progress to an operation record as it goes, and is audited when it ends.
+import { auditorFields } from '../manager/commands.ts';
 import { randomUUID } from 'node:crypto';
 import type { ServiceBusAdministrationClient, ServiceBusClient, ServiceBusReceivedMessage, ServiceBusReceiver } from '@azure/service-bus';
 import { Prop } from '@nimbus/sdk/contract';
@@ -215,6 +216,8 @@ export interface ReplayOperation {
   topic: string;
   subscription: string;
   auditor: string;
+  /** The starter's stable id (principalKey) beside the display name; absent on operations recorded before it was. */
+  auditorId?: string;
   state: 'running' | 'done' | 'failed';
   /** Copies sent by this operation (and their dead letters completed, unless counted in notCompleted). */
   replayed: number;
@@ -303,9 +306,9 @@ export interface StartedReplay {
  */
 export async function beginReplay(
   deps: ReplayDeps,
-  args: { topic: string; subscription: string; selection: ReplaySelection; auditor: string; operationId?: string },
+  args: { topic: string; subscription: string; selection: ReplaySelection; auditor: string; auditorId?: string; operationId?: string },
 ): Promise<StartedReplay> {
-  const { topic, subscription, selection, auditor } = args;
+  const { topic, subscription, selection, auditor, auditorId } = args;
   const max = Math.min(selection.max ?? MAX_REPLAY, MAX_REPLAY);
   const wanted = selection.sequenceNumbers && selection.sequenceNumbers.length > 0 ? new Set(selection.sequenceNumbers) : null;
   // A decision applies only to dead letters the operator listed one by one, never to a filter.
@@ -317,6 +320,7 @@ export async function beginReplay(
     topic,
     subscription,
     auditor,
+    ...(auditorId ? { auditorId } : {}),
     state: 'running',
     replayed: 0,
     failed: 0,
@@ -370,7 +374,7 @@ export async function beginReplay(
  */
 export async function replayDeadLetters(
   deps: ReplayDeps,
-  args: { topic: string; subscription: string; selection: ReplaySelection; auditor: string; operationId?: string },
+  args: { topic: string; subscription: string; selection: ReplaySelection; auditor: string; auditorId?: string; operationId?: string },
   onProgress?: (op: ReplayOperation) => void,
 ): Promise<ReplayOperation> {
   return (await beginReplay(deps, args)).run(onProgress);
@@ -378,7 +382,7 @@ export async function replayDeadLetters(
 
 async function runReplay(
   deps: ReplayDeps,
-  args: { topic: string; subscription: string; selection: ReplaySelection; auditor: string },
+  args: { topic: string; subscription: string; selection: ReplaySelection; auditor: string; auditorId?: string },
   op: ReplayOperation,
   max: number,
   wanted: Set<string> | null,
@@ -387,7 +391,9 @@ async function runReplay(
   onProgress?: (op: ReplayOperation) => void,
 ): Promise<ReplayOperation> {
   const { client, store, docs, journal } = deps;
-  const { topic, subscription, selection, auditor } = args;
+  const { topic, subscription, selection, auditor, auditorId } = args;
+  // The history entries' auditor and stable id, cut to their 256 characters (manager/commands.ts auditorFields).
+  const who = auditorFields(auditorId ? { name: auditor, id: auditorId } : auditor);
   const now = () => new Date().toISOString();
   let lastSaved = 0;
   const save = async (force: boolean) => {
@@ -418,7 +424,7 @@ async function runReplay(
         id: `${type}-${op.id}-${v.sequenceNumber}`,
         eventId: eventId.slice(0, 128),
         type,
-        auditor,
+        ...who,
         comment,
         data: JSON.stringify({ messageId: v.messageId, reason: v.reason, operationId: op.id, ...extra }).slice(0, 4096),
       })
@@ -480,13 +486,13 @@ async function runReplay(
 
   /** An operator's decision on a dead letter left `sending` by another operation. */
   const decide = async (m: ServiceBusReceivedMessage, v: DeadLetterView, entry: JournalEntry, kind: UncertainDecision) => {
-    const d = { kind, by: auditor, at: now(), operationId: op.id, previousOperationId: entry.record.operationId, previousClaimedAt: entry.record.claimedAt };
+    const d = { kind, by: auditor, ...(auditorId ? { byId: auditorId } : {}), at: now(), operationId: op.id, previousOperationId: entry.record.operationId, previousClaimedAt: entry.record.claimedAt };
     let taken: JournalEntry | null;
     try {
       taken =
         kind === 'resend'
-          ? await journal.transition(entry, { operationId: op.id, auditor, claimedAt: now(), decision: d })
-          : await journal.transition(entry, { state: 'sent', operationId: op.id, auditor, sentAt: now(), decision: d });
+          ? await journal.transition(entry, { operationId: op.id, auditor, auditorId, claimedAt: now(), decision: d })
+          : await journal.transition(entry, { state: 'sent', operationId: op.id, auditor, auditorId, sentAt: now(), decision: d });
     } catch (err) {
       // The decision was not recorded, so it is not acted on: the dead letter stays uncertain.
       op.error = `replay journal unavailable, decision not applied: ${errorText(err, 'store error')}`;
@@ -515,7 +521,7 @@ async function runReplay(
     try {
       entry = await journal.get(key);
       if (!entry) {
-        claim = await journal.claim(key, { operationId: op.id, auditor });
+        claim = await journal.claim(key, { operationId: op.id, auditor, auditorId });
         // Null: someone claimed it between our read and our create; judge their record.
         if (!claim) entry = await journal.get(key);
       }
@@ -602,7 +608,7 @@ async function runReplay(
     id: `replay-${op.id}`,
     eventId: TOPOLOGY_AUDIT_EVENT,
     type: decision ? 'ReplayUncertainDecision' : 'ReplayDeadLetters',
-    auditor,
+    ...who,
     comment: `${topic}/${subscription}: ${op.replayed} replayed, ${op.alreadySent} already sent (removed), ${op.uncertain} uncertain (left), ${op.failed} failed${decision ? `; operator decision ${decision} on ${op.decided}` : ''}`,
     data: JSON.stringify({
       topic,

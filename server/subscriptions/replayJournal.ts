@@ -23,6 +23,8 @@ export type UncertainDecision = 'resend' | 'markDelivered';
 const decisionSchema = z.object({
   kind: z.enum(['resend', 'markDelivered']),
   by: z.string(),
+  /** The deciding operator's stable id (principalKey); absent on decisions recorded before it was. */
+  byId: z.string().optional(),
   at: z.string(),
   operationId: z.string(),
   /** The claim the operator decided on: who had left it in `sending`, and when. */
@@ -41,6 +43,8 @@ export const journalRecordSchema = z.object({
   /** The replay operation that holds the current claim, and who started it. */
   operationId: z.string(),
   auditor: z.string(),
+  /** Its starter's stable id (principalKey) beside the display name; absent on records written before it was. */
+  auditorId: z.string().optional(),
   claimedAt: z.string(),
   sentAt: z.string().nullable(),
   doneAt: z.string().nullable(),
@@ -146,7 +150,7 @@ export class ReplayJournal {
   }
 
   /** The first claim: creates the record as `sending`. Null when a record already exists (someone else's). */
-  async claim(k: DeadLetterKey, by: { operationId: string; auditor: string }): Promise<JournalEntry | null> {
+  async claim(k: DeadLetterKey, by: { operationId: string; auditor: string; auditorId?: string | undefined }): Promise<JournalEntry | null> {
     const c = await this.#c();
     const record: JournalRecord = {
       id: recordIdOf(k),
@@ -158,6 +162,7 @@ export class ReplayJournal {
       state: 'sending',
       operationId: by.operationId,
       auditor: by.auditor,
+      ...(by.auditorId ? { auditorId: by.auditorId } : {}),
       claimedAt: new Date().toISOString(),
       sentAt: null,
       doneAt: null,

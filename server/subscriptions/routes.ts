@@ -1,5 +1,6 @@
 // What the Topology route handlers call (app/api/topology/**): request schemas and the glue between the parsed,
 // authorized request and the subscription functions. Handlers stay "parse, authorize, call".
+import { auditorName, type Auditor } from '../manager/commands.ts';
 import { leasesOf, replicaId } from '../leases.ts';
 import type { ServiceBusClient } from '@azure/service-bus';
 import { z } from 'zod';
@@ -156,7 +157,7 @@ export async function startReplay(
   ctx: ConsoleContext,
   p: z.output<typeof subscriptionParams>,
   sel: z.output<typeof replaySelection>,
-  auditor: string,
+  auditor: Auditor,
 ): Promise<{ operationId: string }> {
   // Checked before the 202: otherwise the replay is accepted and its operation then fails with the broker's text.
   await requireSubscription(ctx.serviceBus.admin, p);
@@ -172,7 +173,7 @@ export async function startReplay(
         docs: ops.docs,
         lease: { leases: leasesOf(ctx.store), owner: replicaId() },
       },
-      { topic: p.topic, subscription: p.subscription, selection: sel, auditor },
+      { topic: p.topic, subscription: p.subscription, selection: sel, auditor: auditorName(auditor), ...(typeof auditor === 'string' ? {} : { auditorId: auditor.id }) },
     );
   } catch (err) {
     if (!(err instanceof ReplayNotStartedError)) throw err;
@@ -210,7 +211,7 @@ export async function subscriptionActionRun(
   ctx: ConsoleContext,
   p: z.output<typeof subscriptionParams>,
   body: z.output<typeof subscriptionAction>,
-  auditor: string,
+  auditor: Auditor,
 ): Promise<unknown> {
   requireConfirmation(p, body.confirm, body.action);
   switch (body.action) {

@@ -9,6 +9,9 @@
 // failure group's selection, which names none, acts on the endpoints where the caller has it, and the endpoints it
 // may only read are left out, each with its count and why (server/operations/actableRows.ts); the audit entry names
 // only their ids. Refused input is audited under the kind the body asked for (`resubmit|skip` when it names none).
+import { grantedAuthority } from '../../../server/operations/authority.ts';
+import { listGrants } from '../../../server/auth/grants.ts';
+import { requiredRole } from '../../../server/auth/roles.ts';
 import { z } from 'zod';
 import { audited, authorize, type Authorized, authorizeBeforeBody, authorizeEach, limitRate, nameRefusedInput, readScope } from '../../../server/auth/authorize.ts';
 import { HEAVY_READ_COST } from '../../../server/auth/rateLimit.ts';
@@ -57,10 +60,12 @@ export function POST(request: Request): Promise<Response> {
       : await resolveSelection(ctx, selection, readScope(first)).then((r) => ({ rows: r, leftOut: [], endpoints: endpointsOf(r) }));
     // Every endpoint authorized; the job was charged once already, with its freeze.
     const who = (await authorizeEach(request, body.kind, endpoints, {}, true)) ?? first;
+    // What the runner re-checks before each lot: the grants the role rests on, where no claim gives it (authority.ts).
+    const authority = grantedAuthority(who.assignments, await listGrants(ctx.store.database), requiredRole(body.kind), endpoints);
     // A held job is prepared, not started: its entry says so, and its confirmation or cancellation follows.
     const { answer } = await audited(
       who,
-      () => createOperation(ctx, body.kind, selection, rows, { name: who.user, principalId: principalKey(who.principal) }, body.hold, readScope(first)),
+      () => createOperation(ctx, body.kind, selection, rows, { name: who.user, principalId: principalKey(who.principal), authority }, body.hold, readScope(first)),
       // Only the ids of the endpoints left out: the entry is read by the readers of the endpoints acted on, and a count
       // (or the preparer's role) on another endpoint is not theirs to see (/api/failure-groups scopes it away).
       ({ answer: r, job }) => ({ operationId: r.operationId, kind: body.kind, selection, total: r.total, endpoints, leftOut: leftOut.map((l) => l.endpointId), held: body.hold, ...partsOf(job) }),

@@ -1,7 +1,7 @@
 // GET /api/admin/grants: the stored role grants on the endpoints the caller may read (site-wide roles: all). POST with `{ subjectKind, subject, subjectName?, role,
 // endpointId? }`: grant a role (idempotent). Owner site-wide; every change is audited. An endpoint the catalog does
 // not list is refused (400): a mistyped id would otherwise be stored as a grant that gives nothing.
-import { audited, authorize, inScope, readScope } from '../../../../server/auth/authorize.ts';
+import { actorOf, audited, authorize, inScope, readScope } from '../../../../server/auth/authorize.ts';
 import { addGrant, grantInputSchema, listGrants, requireGrantEndpoint } from '../../../../server/auth/grants.ts';
 import { currentRoleMap, decide } from '../../../../server/auth/roles.ts';
 import { getContext } from '../../../../server/context.ts';
@@ -29,7 +29,7 @@ export function POST(request: Request): Promise<Response> {
     const ctx = await getContext();
     who.subject.target = `${body.subjectKind}:${body.subject}`;
     requireGrantEndpoint(ctx.catalog, body.endpointId);
-    const grant = await audited(who, () => addGrant(ctx.store.database, body, who.user), (g) => ({ op: 'grant', grantId: g.id, subjectKind: g.subjectKind, subject: g.subject, role: g.role, endpointId: g.endpointId }), 201);
+    const grant = await audited(who, () => addGrant(ctx.store.database, body, actorOf(who)), (g) => ({ op: 'grant', grantId: g.id, subjectKind: g.subjectKind, subject: g.subject, role: g.role, endpointId: g.endpointId }), 201);
     return json(grant, 201);
   });
 }

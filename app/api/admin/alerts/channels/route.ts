@@ -1,7 +1,7 @@
 // POST /api/admin/alerts/channels: a new notification channel; its secrets (URL, headers, SMTP password) are
 // stored sealed with NIMBUS_ALERTS_KEY and never shown back. Owner site-wide; audited without the secrets.
 // (The channels are listed by GET /api/admin/alerts/rules.)
-import { audited, authorize } from '../../../../../server/auth/authorize.ts';
+import { actorOf, audited, authorize } from '../../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../../server/context.ts';
 import { handle, json, readJsonBody } from '../../../../../server/http.ts';
 import { channelInputSchema } from '../../../../../server/alerts/model.ts';
@@ -15,6 +15,6 @@ export function POST(request: Request): Promise<Response> {
     const body = await readJsonBody(request, channelInputSchema);
     const ctx = await getContext();
     const details = channelAuditDetails(body);
-    return json(await audited(who, () => createChannel(ctx, body, who.user), (c) => ({ channelId: c.id, ...details }), 201), 201);
+    return json(await audited(who, () => createChannel(ctx, body, actorOf(who)), (c) => ({ channelId: c.id, ...details }), 201), 201);
   });
 }

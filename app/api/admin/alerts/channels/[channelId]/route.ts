@@ -1,7 +1,7 @@
 // PUT /api/admin/alerts/channels/{channelId}: replaces a channel's settings (a secret left out keeps the stored
 // one, unless the edit moves the channel to another server: then it must be given again); DELETE removes a channel
 // no rule uses. Owner site-wide; audited without the secrets, with the destination settings an edit changes.
-import { audited, authorize } from '../../../../../../server/auth/authorize.ts';
+import { actorOf, audited, authorize } from '../../../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../../../server/context.ts';
 import { handle, json, parseOr400, readJsonBody, type RouteContext } from '../../../../../../server/http.ts';
 import { alertIdSchema, channelInputSchema } from '../../../../../../server/alerts/model.ts';
@@ -17,7 +17,7 @@ export function PUT(request: Request, { params }: RouteContext<{ channelId: stri
     const ctx = await getContext();
     // Read before the edit: the entry says where the channel moves (host, port, recipients, the URL's server).
     const changes = await channelEditChanges(ctx, channelId, body);
-    return json(await audited(who, () => updateChannel(ctx, channelId, body, who.user), { channelId, ...channelAuditDetails(body, changes) }));
+    return json(await audited(who, () => updateChannel(ctx, channelId, body, actorOf(who)), { channelId, ...channelAuditDetails(body, changes) }));
   });
 }
 

@@ -1,5 +1,5 @@
 // PUT /api/admin/alerts/rules/{ruleId}: replaces a rule; DELETE removes it. Owner site-wide; audited.
-import { audited, authorize } from '../../../../../../server/auth/authorize.ts';
+import { actorOf, audited, authorize } from '../../../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../../../server/context.ts';
 import { handle, json, parseOr400, readJsonBody, type RouteContext } from '../../../../../../server/http.ts';
 import { alertIdSchema, ruleInputSchema } from '../../../../../../server/alerts/model.ts';
@@ -13,7 +13,7 @@ export function PUT(request: Request, { params }: RouteContext<{ ruleId: string 
     const who = await authorize(request, 'alerts.manage', undefined, { target: `alert rule ${ruleId}` });
     const body = await readJsonBody(request, ruleInputSchema);
     const ctx = await getContext();
-    return json(await audited(who, () => updateRule(ctx, ruleId, body, who.user), { ruleId, rule: body }));
+    return json(await audited(who, () => updateRule(ctx, ruleId, body, actorOf(who)), { ruleId, rule: body }));
   });
 }
 

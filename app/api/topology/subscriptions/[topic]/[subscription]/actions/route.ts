@@ -2,7 +2,7 @@
 // purge the dead-letter queue or restore missing rules. `confirm` must be the subscription name, typed
 // (`topic/subscription` for a purge).
 // Owner of the topic's endpoint (site-wide for platform topics).
-import { audited, authorizeBeforeBody } from '../../../../../../../server/auth/authorize.ts';
+import { actorOf, audited, authorizeBeforeBody } from '../../../../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../../../../server/context.ts';
 import { handle, json, parseOr400, readJsonBody, type RouteContext } from '../../../../../../../server/http.ts';
 import { SUBSCRIPTION_ACTIONS, authorizeSubscription } from '../../../../../../../server/subscriptions/authz.ts';
@@ -19,6 +19,6 @@ export function POST(request: Request, context: RouteContext<{ topic: string; su
     const body = await readJsonBody(request, subscriptionAction);
     const who = await authorizeSubscription(request, SUBSCRIPTION_ACTIONS[body.action], params);
     const ctx = await getContext();
-    return json(await audited(who, () => subscriptionActionRun(ctx, params, body, who.user), (r) => ({ result: r as unknown })));
+    return json(await audited(who, () => subscriptionActionRun(ctx, params, body, actorOf(who)), (r) => ({ result: r as unknown })));
   });
 }

@@ -1,6 +1,6 @@
 // POST /api/topology/subscriptions/{topic}/{subscription}/replay with a selection: starts the replay and answers
 // 202 with its operation id; progress at GET /api/topology/operations/{operationId}. Operator of the topic's endpoint.
-import { audited } from '../../../../../../../server/auth/authorize.ts';
+import { actorOf, audited } from '../../../../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../../../../server/context.ts';
 import { handle, json, parseOr400, readJsonBody, type RouteContext } from '../../../../../../../server/http.ts';
 import { authorizeSubscription } from '../../../../../../../server/subscriptions/authz.ts';
@@ -14,7 +14,7 @@ export function POST(request: Request, context: RouteContext<{ topic: string; su
     const who = await authorizeSubscription(request, 'replay', params);
     const selection = await readJsonBody(request, replaySelection);
     const ctx = await getContext();
-    const started = await audited(who, () => startReplay(ctx, params, selection, who.user), (r) => ({ operationId: r.operationId, selection: selection as unknown }), 202);
+    const started = await audited(who, () => startReplay(ctx, params, selection, actorOf(who)), (r) => ({ operationId: r.operationId, selection: selection as unknown }), 202);
     return json(started, 202);
   });
 }

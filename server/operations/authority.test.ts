@@ -1,0 +1,150 @@
+// A bulk job acts with its starter's role for as long as it runs: a role revoked meanwhile (its grant removed or
+// lowered) stops the job before its next lot, with "stopped: <user> no longer holds <role> on <endpoint>" on the job
+// and in its audit record. The role is re-checked only where grants alone gave it (authority.ts): a role from the
+// sign-in token's claims has no server-side record to re-check. The run on the embedded platform (real Service Bus
+// emulator, embedded Cosmos, real grants container); the recording and lapse rules as pure functions.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MessageType as T } from '@nimbus/sdk/contract';
+import { LeaseStore } from '../../lib/store/index.ts';
+import { msg } from '../../lib/store/testing/fixtures.ts';
+import { queryAudit, auditQuerySchema } from '../audit/auditLog.ts';
+import type { ConsoleContext } from '../context.ts';
+import { auditFinishedJob } from './service.ts';
+import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { PlatformDocs } from '../heartbeat/platformDocs.ts';
+import { Manager } from '../manager/manager.ts';
+import { addGrant, listGrants, removeGrant, type Grant } from '../auth/grants.ts';
+import type { RoleAssignment } from '../auth/roles.ts';
+import { JobStore, type Job } from './jobs.ts';
+import { OperationsRunner } from './runner.ts';
+import { freezeSelection } from './selection.ts';
+import { grantedAuthority, lapsedEndpoints, lapseReason } from './authority.ts';
+import { waitFor } from '../../lib/testing/waitFor.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+const EP = 'billingendpoint';
+
+const grant = (id: string, over: Partial<Grant> = {}): Grant => ({
+  id,
+  subjectKind: 'user',
+  subject: 'oid-pat',
+  subjectName: null,
+  role: 'Operator',
+  endpointId: EP,
+  grantedBy: 'owner',
+  grantedAt: '2026-01-01T00:00:00.000Z',
+  ...over,
+});
+
+test('the authority recorded is the grants a role rests on alone; a claim-given role records nothing to re-check', () => {
+  const grants = [grant('g1'), grant('g2', { subjectKind: 'group', subject: 'ops', endpointId: null })];
+  const fromGrants: RoleAssignment[] = [
+    { role: 'Operator', endpointId: EP, source: 'grant:g1' },
+    { role: 'Operator', endpointId: null, source: 'grant:g2' },
+  ];
+  assert.deepEqual(grantedAuthority(fromGrants, grants, 'Operator', [EP]), {
+    role: 'Operator',
+    endpoints: [{ endpointId: EP, subjects: [{ subjectKind: 'user', subject: 'oid-pat' }, { subjectKind: 'group', subject: 'ops' }] }],
+  });
+  // A token's role claim covers the endpoint too: there is no record of it to re-check, so nothing is recorded.
+  assert.equal(grantedAuthority([...fromGrants, { role: 'Owner', endpointId: null, source: 'roles:Owner' }], grants, 'Operator', [EP]), undefined);
+  // A Reader grant gives no Operator role: not what the job rests on.
+  assert.equal(grantedAuthority([{ role: 'Reader', endpointId: EP, source: 'grant:g1' }], [grant('g1', { role: 'Reader' })], 'Operator', [EP]), undefined);
+});
+
+test("the authority lapses when no grant to its subjects gives the role there any more: removed or lowered, not raised", () => {
+  const authority = { role: 'Operator' as const, endpoints: [{ endpointId: EP, subjects: [{ subjectKind: 'user' as const, subject: 'oid-pat' }] }] };
+  assert.deepEqual(lapsedEndpoints(authority, [grant('g1')]), []);
+  assert.deepEqual(lapsedEndpoints(authority, []), [EP], 'removed');
+  assert.deepEqual(lapsedEndpoints(authority, [grant('g3', { role: 'Reader' })]), [EP], 'lowered to Reader');
+  assert.deepEqual(lapsedEndpoints(authority, [grant('g4', { endpointId: 'otherendpoint' })]), [EP], 'moved to another endpoint');
+  assert.deepEqual(lapsedEndpoints(authority, [grant('g5', { subject: 'oid-someone-else' })]), [EP], "someone else's");
+  assert.deepEqual(lapsedEndpoints(authority, [grant('g6', { role: 'Owner', endpointId: null })]), [], 'raised to Owner site-wide');
+  assert.equal(lapseReason('Pat Smith', 'Operator', [EP]), `stopped: Pat Smith no longer holds Operator on ${EP}`);
+});
+
+let stack: ConsoleTestStack;
+let manager: Manager;
+
+before(async () => {
+  stack = await startConsoleTestStack('opsauthority');
+  manager = new Manager({ store: stack.store, client: stack.serviceBus.client });
+});
+after(async () => {
+  await manager?.close();
+  await stack?.close();
+});
+
+/** `n` Failed events `prefix-i`, as the Resolver records them (resume.test.ts). */
+async function seedFailed(prefix: string, n: number): Promise<string[]> {
+  const ids = Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
+  for (const [i, eventId] of ids.entries()) {
+    const request = msg(T.EventRequest, { endpointId: EP, eventId, sessionId: `S-${prefix}-${i}`, eventTypeId: 'OrderPlaced', payload: { i } });
+    const error = msg(T.ErrorResponse, { endpointId: EP, eventId, sessionId: `S-${prefix}-${i}`, parentMessageId: request.messageId, errorType: 'E', errorText: `boom ${i}` });
+    for (const m of [request, error]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
+  }
+  return ids;
+}
+
+/** Revokes the grant right after the first lot: the revocation lands while the job runs, between its lots. */
+class RevokingAfterFirstLot extends Manager {
+  lots = 0;
+  constructor(private readonly revoke: () => Promise<unknown>) {
+    super({ store: stack.store, client: stack.serviceBus.client });
+  }
+  override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
+    const out = await super.executeMany(...args);
+    if (++this.lots === 1) await this.revoke();
+    return out;
+  }
+}
+
+test("a grant revoked while the job runs stops it before its next lot, with the reason on the job and its audit record", { timeout: 120_000 }, async () => {
+  const database = stack.store.database;
+  const given = await addGrant(database, { subjectKind: 'user', subject: 'oid-pat', role: 'Operator', endpointId: EP }, 'owner');
+  const ids = await seedFailed('revoked', 3);
+  const docs = new PlatformDocs({ endpoint: stack.env.NIMBUS_COSMOS_ENDPOINT!, key: stack.env.NIMBUS_COSMOS_KEY!, database: stack.env.NIMBUS_COSMOS_DATABASE! });
+  const jobs = new JobStore(docs);
+  const rows = await freezeSelection(stack.store, { endpointId: EP, eventIds: ids }, { all: true });
+  const authority = grantedAuthority([{ role: 'Operator', endpointId: EP, source: `grant:${given.id}` }], await listGrants(database, { fresh: true }), 'Operator', [EP]);
+  assert.ok(authority, 'recorded: the role rests on the grant alone');
+  const job = await jobs.create({ kind: 'resubmit', selection: { endpointId: EP, eventIds: ids }, rows, startedBy: 'Pat Smith', startedById: 'user:oid-pat', authority, ratePerSecond: 0 });
+
+  const revoking = new RevokingAfterFirstLot(() => removeGrant(database, given.id));
+  const finished: Job[] = [];
+  const runner = new OperationsRunner({
+    store: stack.store,
+    jobs,
+    leases: new LeaseStore(database),
+    manager: revoking,
+    scanEveryMs: 3_600_000,
+    concurrency: 1,
+    onFinished: (j) => void finished.push(j),
+    // As service.ts wires it: the grants read now.
+    authorityLapsed: async (j) => {
+      const lapsed = lapsedEndpoints(j.authority!, await listGrants(database, { fresh: true }));
+      return lapsed.length > 0 ? lapseReason(j.startedBy, j.authority!.role, lapsed) : null;
+    },
+  });
+  try {
+    runner.kick();
+    await waitFor('the job to end', async () => finished.length > 0, { timeoutMs: 60_000 });
+  } finally {
+    await runner.stop();
+    await revoking.close();
+    docs.close();
+  }
+  const end = finished[0]!;
+  // Before, the job went on with the revoked role: completed, all three resubmitted.
+  assert.deepEqual(
+    [end.state, end.done, end.cursor, end.stoppedReason, revoking.lots],
+    ['cancelled', 1, 1, `stopped: Pat Smith no longer holds Operator on ${EP}`, 1],
+  );
+  assert.deepEqual((await stack.store.listEventRows(EP, ids[2]!)).map((r) => r.status), ['Failed'], 'the last event was not acted on');
+  // Its audit record (service.ts, the runner's onFinished in the console) names the reason.
+  await auditFinishedJob({ store: stack.store } as ConsoleContext, end);
+  const audit = await queryAudit(database, auditQuerySchema.parse({ action: 'operation.resubmit', pageSize: 50 }));
+  const entry = audit.items.find((e) => e.target === `operation/${job.operationId}`);
+  assert.deepEqual([entry?.outcome, entry?.reason], ['cancelled', `stopped: Pat Smith no longer holds Operator on ${EP}`]);
+});
