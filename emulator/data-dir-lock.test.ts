@@ -5,7 +5,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -79,6 +79,23 @@ describe('data directory lock', () => {
       await a.close();
       assert.equal(existsSync(join(dir, '.lock')), false, 'released at close');
       assert.equal(await startElsewhere(dir, 0), 'started');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a lock copied with its directory does not hold the copy; one naming this directory does', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nimbus-lock-'));
+    try {
+      // The parent process is alive and is not this one: its lock counts only for the directory it names.
+      const live = { pid: process.ppid, token: 'copied' };
+      writeFileSync(join(dir, '.lock'), JSON.stringify({ ...live, dir: join(tmpdir(), 'the-original') }));
+      await (await createServiceBusBroker({ dataDir: dir })).close();
+      writeFileSync(join(dir, '.lock'), JSON.stringify({ ...live, dir: realpathSync(dir) }));
+      await assert.rejects(
+        createServiceBusBroker({ dataDir: dir }),
+        new RegExp(`in use by process ${process.ppid}`),
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -2,7 +2,9 @@
 // journals it does not own; a second emulator doing that beside a running one deletes the running one's
 // journal, and its later acknowledged sends are gone at its next crash. So the data directory is locked
 // before anything in it is read: `<dataDir>/.lock` is created exclusively (O_EXCL) and holds the owner's
-// pid. A lock whose process is gone (a kill -9, a crash, a reboot) is stale and is taken over.
+// pid and the directory's own path. A lock whose process is gone (a kill -9, a crash, a reboot) is stale
+// and is taken over; so is one that names another directory: it was copied along with the data (a backup,
+// a test that copies a live directory), and its owner holds the original, not this copy.
 //
 // A lock with this process's own pid is taken over too: either it is left from an earlier run that had the
 // same pid (pid 1 in a container restarted), or this process opens the directory again after abandoning a
@@ -10,13 +12,17 @@
 // one directory are a programming error this lock does not catch.
 
 import { randomUUID } from 'node:crypto';
-import { closeSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, realpathSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 
 export const LOCK_FILE = '.lock';
 
-const lockSchema = z.object({ pid: z.number().int().positive(), token: z.string() });
+const lockSchema = z.object({
+  pid: z.number().int().positive(),
+  token: z.string(),
+  dir: z.string().optional(),
+});
 
 export class DataDirInUseError extends Error {
   constructor(
@@ -41,7 +47,8 @@ export interface DataDirLock {
 export function lockDataDir(dataDir: string): DataDirLock {
   const path = join(dataDir, LOCK_FILE);
   const token = randomUUID();
-  const body = JSON.stringify({ pid: process.pid, token }) + '\n';
+  const dir = realpathSync(dataDir);
+  const body = JSON.stringify({ pid: process.pid, token, dir }) + '\n';
   // Two tries: the second after a stale lock was moved out of the way.
   for (let attempt = 0; attempt < 2; attempt++) {
     let fd: number;
@@ -49,7 +56,7 @@ export function lockDataDir(dataDir: string): DataDirLock {
       fd = openSync(path, 'wx');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const owner = readOwner(path);
+      const owner = readOwner(path, dir);
       if (owner !== undefined && owner !== process.pid && isAlive(owner))
         throw new DataDirInUseError(dataDir, owner);
       // Stale (or unreadable: a crash between create and write). Rename first, so that of two starts that
@@ -80,14 +87,16 @@ export function lockDataDir(dataDir: string): DataDirLock {
       },
     };
   }
-  const owner = readOwner(path);
+  const owner = readOwner(path, dir);
   throw new DataDirInUseError(dataDir, owner ?? 0);
 }
 
-function readOwner(path: string): number | undefined {
+/** The pid of the lock at `path` if it is a lock on `dir` (undefined: unreadable, or a copied lock). */
+function readOwner(path: string, dir: string): number | undefined {
   try {
     const parsed = lockSchema.safeParse(JSON.parse(readFileSync(path, 'utf8')));
-    return parsed.success ? parsed.data.pid : undefined;
+    if (!parsed.success || (parsed.data.dir !== undefined && parsed.data.dir !== dir)) return undefined;
+    return parsed.data.pid;
   } catch {
     return undefined;
   }
