@@ -7,7 +7,8 @@
 import { pino, type Logger } from 'pino';
 import { z } from 'zod';
 import type { Broker } from './broker/api.ts';
-import { createBroker } from './broker/index.ts';
+import { createServiceBusBroker } from './broker/index.ts';
+import type { JournalIo } from './broker/journal.ts';
 import { createAdminHandler } from './admin/http.ts';
 import { AMQP_LIMIT_DEFAULTS, createAmqpPlane, type AmqpLimits } from './amqp/plane.ts';
 import { assertLoopback, startEmulatorServer } from './server.ts';
@@ -59,6 +60,11 @@ export interface StartEmulatorOptions {
    * settlements unanswered (a broker that stops answering). Off by default; never set by the CLI or the stack.
    */
   testDispositionHold?: boolean;
+  /**
+   * Tests only: the file system calls of the broker's journal, so that a test can make the disk fail (full,
+   * failing) under a real client. Never set by the CLI or the stack.
+   */
+  testJournalIo?: Partial<JournalIo>;
 }
 
 export interface RunningEmulator {
@@ -138,12 +144,17 @@ export async function startEmulator(input: StartEmulatorOptions = {}): Promise<R
   const access = createAccessControl({ policies, anonymous: opts.allowAnonymous });
   if (opts.allowAnonymous) log.warn({}, 'SAS checks are off (allowAnonymous): any client may do anything');
 
-  const broker = await createBroker({
-    dataDir: opts.dataDir,
-    maxMessageSizeBytes: opts.maxMessageSizeBytes,
-    memoryBudgetBytes: opts.memoryBudgetBytes,
-    log: log.child({ component: 'broker' }),
-  });
+  // The broker locks the data directory before it reads anything in it (data-dir-lock.ts), so a second start
+  // on a directory in use fails here, before it has compacted or deleted anything.
+  const broker = await createServiceBusBroker(
+    {
+      dataDir: opts.dataDir,
+      maxMessageSizeBytes: opts.maxMessageSizeBytes,
+      memoryBudgetBytes: opts.memoryBudgetBytes,
+      log: log.child({ component: 'broker' }),
+    },
+    input.testJournalIo ? { io: input.testJournalIo } : {},
+  );
   const dispositionHold = opts.testDispositionHold ? new DispositionHold() : undefined;
   if (dispositionHold) log.warn({}, 'test option: settlements can be held unanswered (testDispositionHold)');
   const amqp = createAmqpPlane({

@@ -553,7 +553,15 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       receiver.close();
       return;
     }
-    const handler = new DeliveryLink(broker, link, source, receiver, log, () => outgoingRoom(state), options.dispositionHold);
+    const handler = new DeliveryLink(
+      broker,
+      link,
+      source,
+      receiver,
+      log,
+      () => outgoingRoom(state),
+      options.dispositionHold,
+    );
     roles.set(link, { kind: 'deliver', handler });
     if (wantsSession) {
       link.set_source({ ...(remote.source ?? {}), filter: { [SESSION_FILTER]: receiver.sessionId ?? null } });
@@ -728,17 +736,31 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
         // The client needs a message id on every received message; Azure assigns one when the sender gave none.
         if (m.message_id === undefined || m.message_id === null) m.message_id = rhea.generate_uuid();
       }
-      broker.send(topic, messages);
-      delivery.update(true, outcome.accepted());
-      log.debug({ entity: topic, count: messages.length }, 'messages sent');
     } catch (err) {
-      const error =
-        err instanceof BrokerError
-          ? amqpConditionFor(err, topic)
-          : { condition: 'amqp:decode-error', description: 'The message could not be decoded.' };
+      reject(err instanceof BrokerError ? amqpConditionFor(err, topic) : decodeError());
+      return;
+    }
+    try {
+      broker.send(topic, messages);
+    } catch (err) {
+      // Past decoding, a failure is the emulator's (its disk refused the journal write, say): internal-error,
+      // which the client retries. It used to be answered as decode-error, which the client never retries.
+      reject(amqpConditionFor(err, topic));
+      if (!(err instanceof BrokerError) || err.code === 'InternalError')
+        log.warn({ entity: topic, err: String(err) }, 'send failed in the emulator');
+      return;
+    }
+    delivery.update(true, outcome.accepted());
+    log.debug({ entity: topic, count: messages.length }, 'messages sent');
+
+    function reject(error: AmqpErrorFields): void {
       delivery.update(true, outcome.rejected(error));
       log.debug({ entity: topic, condition: error.condition }, 'send rejected');
     }
+  }
+
+  function decodeError(): AmqpErrorFields {
+    return { condition: 'amqp:decode-error', description: 'The message could not be decoded.' };
   }
 
   function onCbs(state: ConnectionState, request: Message, node: string): void {

@@ -187,7 +187,8 @@ export class ServiceBusBroker implements Broker {
 
   send(entity: string, messages: WireMessage[]): void {
     const c = this.core;
-    c.op(true, () => {
+    // Undoable: a send the disk refuses is taken back from memory, so that its sender's retry is the only copy.
+    c.undoableOp(true, () => {
       const topic = this.entityForSend(entity);
       const sizes = this.admit(messages);
       const now = c.now();
@@ -224,7 +225,7 @@ export class ServiceBusBroker implements Broker {
 
   schedule(entity: string, messages: WireMessage[], scheduledEnqueueTimes: number[]): number[] {
     const c = this.core;
-    return c.op(true, () => {
+    return c.undoableOp(true, () => {
       const topic = this.entityForSend(entity);
       if (scheduledEnqueueTimes.length !== messages.length) {
         throw new BrokerError('BadRequest', 'Each scheduled message needs one scheduled enqueue time.');

@@ -26,8 +26,13 @@ export const silentLog: Log = { info() {}, warn() {}, error() {}, debug() {} };
 export interface JournalSink {
   readonly enabled: boolean;
   append(record: JournalRecord): void;
-  /** Ends one public operation: write what was appended; `durable` forces it to disk before returning. */
-  commit(durable: boolean): void;
+  /**
+   * Ends one public operation: write what was appended; `durable` forces it to disk before returning. Throws
+   * when the disk refuses (full, failing); `snapshot` is the state to rewrite when the journal fell behind.
+   */
+  commit(durable: boolean, snapshot: () => JournalRecord[]): void;
+  /** A failed operation kept its change in memory: the journal must catch up from memory. */
+  markBehind(): void;
   close(snapshot: () => JournalRecord[]): Promise<void>;
   /** Called after commits so the journal can compact when it has grown large. */
   maybeCompact(snapshot: () => JournalRecord[]): void;
@@ -37,6 +42,7 @@ export const nullJournal: JournalSink = {
   enabled: false,
   append() {},
   commit() {},
+  markBehind() {},
   async close() {},
   maybeCompact() {},
 };
@@ -160,16 +166,65 @@ export class BrokerCore {
    * Runs one public operation and then commits its journal records: `durable` operations (sends,
    * dead-letters, topology, state) are on disk before they return; the rest are written and synced by the
    * journal's short group-commit timer.
+   *
+   * `undoable` operations (send) are taken back from memory when their records do not reach the disk: the
+   * sender is told to retry, so a copy left in memory would be delivered as well, and its MessageId would
+   * make duplicate detection drop the retry. Other operations keep their change in memory and the journal
+   * catches up from memory at the next commit.
    */
-  op<T>(durable: boolean, f: () => T): T {
+  op<T>(durable: boolean, f: () => T, undoable = false): T {
+    if (!this.journal.enabled || this.replaying) return f();
+    const undo: Array<() => void> | undefined = undoable ? [] : undefined;
+    this.undo = undo;
+    let result: T;
     try {
-      return f();
-    } finally {
-      if (this.journal.enabled && !this.replaying) {
-        this.journal.commit(durable);
-        this.journal.maybeCompact(this.snapshot);
-      }
+      result = f();
+    } catch (err) {
+      this.undo = undefined;
+      // What the operation changed before it threw is recorded as before; a storage error replaces its own.
+      this.commit(durable, undefined);
+      throw err;
     }
+    this.undo = undefined;
+    this.commit(durable, undo);
+    return result;
+  }
+
+  /** op() for an operation whose changes are taken back when its records do not reach the disk (send, schedule). */
+  undoableOp<T>(durable: boolean, f: () => T): T {
+    return this.op(durable, f, true);
+  }
+
+  /** Commits outside op() (the expiry sweep). */
+  flush(durable: boolean): void {
+    if (this.journal.enabled && !this.replaying) this.commit(durable, undefined);
+  }
+
+  /** While an undoable operation runs: how to take back one of its changes to memory. */
+  onUndo(f: () => void): void {
+    this.undo?.push(f);
+  }
+
+  private undo: Array<() => void> | undefined;
+
+  private commit(durable: boolean, undo: Array<() => void> | undefined): void {
+    try {
+      this.journal.commit(durable, this.snapshot);
+    } catch (err) {
+      if (undo) {
+        // Nothing of the undo is journaled: the failed line was never written (or was cut back).
+        this.replaying = true;
+        try {
+          for (let i = undo.length - 1; i >= 0; i--) undo[i]!();
+        } finally {
+          this.replaying = false;
+        }
+      } else {
+        this.journal.markBehind();
+      }
+      throw storageError(err);
+    }
+    this.journal.maybeCompact(this.snapshot);
   }
 
   guard(f: () => void): void {
@@ -179,6 +234,19 @@ export class BrokerCore {
       this.log.error({ err: String(err) }, 'broker background work failed');
     }
   }
+}
+
+/**
+ * A write the disk refused (ENOSPC, EIO): InternalError, which the AMQP plane answers with amqp:internal-error,
+ * so the client retries, as it does when Azure cannot serve a request. The file system's message names the
+ * journal file and the errno, never a payload.
+ */
+function storageError(err: unknown): BrokerError {
+  if (err instanceof BrokerError) return err;
+  return new BrokerError(
+    'InternalError',
+    `The emulator could not write to its data directory: ${String((err as Error).message ?? err)}`,
+  );
 }
 
 function notFound(path: string): BrokerError {

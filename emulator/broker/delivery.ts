@@ -107,6 +107,8 @@ export class Delivery {
       session.updatedAt = this.c.now();
     }
     if (m.state === 'active') this.makeAvailable(m);
+    // Receivers are woken in a microtask, so nobody has taken it when a failed send takes it back.
+    this.c.onUndo(() => this.removeMessage(m));
   }
 
   removeMessage(m: StoredMessage): void {

@@ -72,6 +72,11 @@ export class DuplicateHistory {
     this.seen.set(key, { at, seq });
   }
 
+  /** Forgets `key` if it is still the entry recorded under `seq`. */
+  forget(key: string, seq: number): void {
+    if (this.seen.get(key)?.seq === seq) this.seen.delete(key);
+  }
+
   /** Forgets every entry that left the window. */
   prune(now: number, windowMs: number): void {
     for (const [key, s] of this.seen) {
@@ -118,6 +123,8 @@ export class DuplicateDetection {
     }
     history.record(key, now, seq);
     this.c.append({ k: 'dd', t: topic.desc.name, id: key, at: now, seq });
+    // A send that does not reach the disk is retried: its MessageId must not make the retry a duplicate.
+    this.c.onUndo(() => history.forget(key, seq));
     return undefined;
   }
 

@@ -1,7 +1,7 @@
 // Loads a data directory into a fresh broker (snapshot, then the journal written after it), then starts a
 // new snapshot generation and attaches the journal so every later change is recorded.
 
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type {
   BrokerOptions,
@@ -13,6 +13,7 @@ import type {
 import type { ServiceBusBroker } from './broker.ts';
 import type { Log } from './core.ts';
 import { keepDamagedJournal } from './damaged-journal.ts';
+import { lockDataDir } from './data-dir-lock.ts';
 import { FileJournal, journalFile, SNAPSHOT_FILE } from './journal.ts';
 import type { JournalOptions } from './journal.ts';
 import type { JournalRecord } from './journal-records.ts';
@@ -52,6 +53,23 @@ export async function openPersistence(
 ): Promise<void> {
   const logger = log ?? silent;
   mkdirSync(dataDir, { recursive: true });
+  // Before anything is read: a start beside a running emulator used to compact its state and delete its
+  // journal even when that start then failed (its port in use), and the running one's later sends were lost.
+  const lock = lockDataDir(dataDir);
+  try {
+    await load(broker, dataDir, logger, { ...options, lock });
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+}
+
+async function load(
+  broker: ServiceBusBroker,
+  dataDir: string,
+  logger: Log,
+  options: JournalOptions,
+): Promise<void> {
   const { gen, records, damage } = readState(dataDir, logger);
   if (damage) {
     // Replay stops at the damage (an operation applied without the one before it could build a state that
@@ -100,47 +118,117 @@ function readState(dir: string, log: Log): ReadState {
   let gen = 0;
   const snapshotPath = join(dir, SNAPSHOT_FILE);
   if (existsSync(snapshotPath)) {
-    const lines = readLines(snapshotPath);
-    const header = lines[0] === undefined ? undefined : parseRecord(lines[0]);
-    if (!header || header.k !== 'gen')
-      throw new Error(`${snapshotPath} does not start with a generation record`);
-    gen = header.g;
-    // A snapshot is written whole and fsynced before it is renamed into place: every line must parse.
-    for (const line of lines.slice(1)) records.push(parseRecord(line));
+    let header = true;
+    forEachLine(snapshotPath, (line, n) => {
+      let record: JournalRecord;
+      try {
+        record = parseRecord(line);
+      } catch (err) {
+        if (!(err instanceof SyntaxError)) throw err;
+        throw damagedSnapshot(dir, snapshotPath, n);
+      }
+      if (header) {
+        if (record.k !== 'gen') throw new Error(`${snapshotPath} does not start with a generation record`);
+        gen = record.g;
+        header = false;
+      } else {
+        records.push(record);
+      }
+    });
+    if (header) throw new Error(`${snapshotPath} does not start with a generation record`);
   }
   const journalPath = join(dir, journalFile(gen));
   if (existsSync(journalPath)) {
-    const lines = readLines(journalPath);
-    for (let i = 0; i < lines.length; i++) {
+    // The first unparsable line, if any; the lines after it are only counted.
+    let bad: number | undefined;
+    let count = 0;
+    forEachLine(journalPath, (line, n) => {
+      count = n;
+      if (bad !== undefined) return;
       let parsed: JournalRecord | JournalRecord[];
       try {
         // An operation's records are one line (an array); a journal of an older version has one per line.
-        parsed = parseRecord(lines[i] as string);
+        parsed = parseRecord(line);
       } catch (err) {
         if (!(err instanceof SyntaxError)) throw err;
-        if (i === lines.length - 1) {
-          // Only a torn last write can be unparsable; it was never acknowledged to anyone, and it is one whole
-          // operation, so nothing of it is replayed.
-          log.warn({ file: journalPath, line: i + 1 }, 'journal ends with a partial record');
-        } else {
-          // A bad line followed by good ones is damage, not a torn tail: the caller keeps the file, says so.
-          damage = { line: i + 1, dropped: lines.length - i };
-        }
-        break;
+        bad = n;
+        return;
       }
       // Not `push(...parsed)`: one operation can hold more records than a call takes arguments (an expiry
       // sweep deleting every due message), and the RangeError used to be taken for a torn line.
       if (Array.isArray(parsed)) for (const r of parsed) records.push(r);
       else records.push(parsed);
+    });
+    if (bad === count) {
+      // Only a torn last write can be unparsable; it was never acknowledged to anyone, and it is one whole
+      // operation, so nothing of it is replayed.
+      log.warn({ file: journalPath, line: bad }, 'journal ends with a partial record');
+    } else if (bad !== undefined) {
+      // A bad line followed by good ones is damage, not a torn tail: the caller keeps the file, says so.
+      damage = { line: bad, dropped: count - bad + 1 };
     }
   }
   return damage ? { gen, records, damage } : { gen, records };
 }
 
-function readLines(path: string): string[] {
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((l) => l.length > 0);
+/**
+ * A snapshot is written whole and fsynced before it is renamed into place, so a line that does not parse is
+ * damage from outside (a bad sector, an editor, a sync tool). Loading around it would start with part of the
+ * state and compact the rest away, so start-up stops, touching nothing, and says where the damage is and the
+ * way out. The JSON parser's own message is left out: it can quote the line, and so a message's contents.
+ */
+function damagedSnapshot(dir: string, path: string, line: number): Error {
+  return new Error(
+    `${path} is damaged at line ${line} (not valid JSON), so the emulator's stored state cannot be loaded; ` +
+      `start-up stops and has changed nothing in ${dir}, which keeps the damaged snapshot. ` +
+      `To start again from an empty state, move ${dir} aside (it keeps the damaged copy for inspection) or, ` +
+      `under npm start, run \`npm start -- --reset\`, which deletes it.`,
+  );
+}
+
+const READ_CHUNK_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Calls `onLine` with each non-empty line of a file and its 1-based number (counting non-empty lines),
+ * reading it in chunks. A snapshot can be larger than the longest string V8 makes (about 512 MiB): reading
+ * it whole failed with "Cannot create a string longer than 0x1fffffe8 characters" and the emulator could
+ * not start again with a full memory budget. Lines are cut on the byte 0x0A, which UTF-8 never uses inside a
+ * character, so a character split by a chunk boundary is decoded whole.
+ */
+export function forEachLine(
+  path: string,
+  onLine: (line: string, n: number) => void,
+  chunkBytes = READ_CHUNK_BYTES,
+): void {
+  const fd = openSync(path, 'r');
+  try {
+    const chunk = Buffer.allocUnsafe(chunkBytes);
+    let carry: Buffer[] = [];
+    let n = 0;
+    const emit = (parts: Buffer[]): void => {
+      const line = parts.length === 1 ? parts[0]!.toString('utf8') : Buffer.concat(parts).toString('utf8');
+      if (line.length > 0) onLine(line, ++n);
+    };
+    for (;;) {
+      const read = readSync(fd, chunk, 0, chunk.length, null);
+      if (read === 0) break;
+      const buf = chunk.subarray(0, read);
+      let start = 0;
+      for (;;) {
+        const nl = buf.indexOf(10, start);
+        if (nl < 0) break;
+        carry.push(buf.subarray(start, nl));
+        emit(carry);
+        carry = [];
+        start = nl + 1;
+      }
+      // Copied: `chunk` is reused by the next read.
+      if (start < buf.length) carry.push(Buffer.from(buf.subarray(start)));
+    }
+    if (carry.length > 0) emit(carry);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function buildImage(records: JournalRecord[]): Map<string, TopicImage> {

@@ -21,6 +21,13 @@ export class Scheduling {
       c.append({ k: 'sch', t: topic.desc.name, seq: item.seq, m: item.encoded, sz: item.size, at: item.at });
     }
     c.scheduler.at(item.at, () => c.op(true, () => this.fire(topic, item.seq)));
+    // Taken back if the send or schedule does not reach the disk; its timer then finds nothing to fire.
+    c.onUndo(() => {
+      if (topic.scheduled.get(item.seq) !== item) return;
+      topic.scheduled.delete(item.seq);
+      topic.scheduledBytes -= item.size;
+      c.storedBytes -= item.size;
+    });
   }
 
   remove(topic: TopicState, seq: number): ScheduledItem | undefined {
@@ -33,6 +40,11 @@ export class Scheduling {
     topic.scheduledBytes -= item.size;
     this.c.storedBytes -= item.size;
     this.c.append({ k: 'unsch', t: topic.desc.name, seq });
+    this.c.onUndo(() => {
+      topic.scheduled.set(seq, item);
+      topic.scheduledBytes += item.size;
+      this.c.storedBytes += item.size;
+    });
     return item;
   }
 
@@ -85,7 +97,7 @@ export class Scheduling {
         }
       }
     }
-    if (touched) c.journal.commit(true);
+    if (touched) c.flush(true);
   }
 }
 
