@@ -39,7 +39,10 @@ export function historyQuestions(
   w: Pick<StatusWriteParsed, 'messageId' | 'parentMessageId' | 'enqueuedAt'>,
   recordsHistory: boolean,
 ): HistoryQuestions | undefined {
-  if (!decideStaleWrite(incoming, view).apply) return undefined;
+  // Rules 1-7 without the history, as before rule 9: a write rule 9 would refuse is still asked, so a copy rule 7 or
+  // a failure rule 8 refuses keeps that reason (rule 9 is the last word, for what those let through).
+  const { late: _late, ...withoutRule9 } = incoming;
+  if (!decideStaleWrite(withoutRule9, view).apply) return undefined;
   const copyOf = asksHistoryForCopy(incoming, view) ? w.messageId : undefined;
   const retryOf = recordsHistory && asksHistoryForRetry(incoming, view) && w.parentMessageId ? { parent: w.parentMessageId, at: w.enqueuedAt } : undefined;
   return copyOf === undefined && retryOf === undefined ? undefined : { copyOf, retryOf };
@@ -98,9 +101,16 @@ export class HistoryContext {
    * enqueued first), so a new response costs no query; a copy, a throttle replacement and a redelivery whose history
    * landed before find their entry there and are asked. So is one marked `mayBeLate`, whose entry this call may have
    * created only because its earlier attempt's history create failed too - its retry may have been applied meanwhile.
+   * Such a write (a message's record, not its first arrival) is also marked `late` for rule 9.
    */
-  async answer(incoming: IncomingWrite, view: GuardedRowView | null, w: StatusWriteParsed): Promise<IncomingWrite> {
-    if (this.#firstRecorded.has(w.messageId)) return incoming;
+  async answer(plain: IncomingWrite, view: GuardedRowView | null, w: StatusWriteParsed): Promise<IncomingWrite> {
+    if (this.#firstRecorded.has(w.messageId)) return plain;
+    // A message's record that is not its first arrival may be late: rule 9 orders it by its original enqueue time
+    // against the row's version (unknown: null, the oldest, as rule 8's bound takes it).
+    const incoming: IncomingWrite =
+      this.#recorded === undefined
+        ? plain
+        : { ...plain, late: true, parentMessageId: w.parentMessageId, enqueuedAt: this.#timeUnknown.has(w.messageId) ? null : w.enqueuedAt };
     const asked = historyQuestions(incoming, view, w, this.#recorded !== undefined);
     if (asked === undefined) return incoming;
     const questions =
