@@ -9,7 +9,7 @@ import {
   MAX_APPLIED_MESSAGE_IDS,
 } from '@nimbus/sdk/contract';
 import type { MessageType, ResolutionStatus } from '@nimbus/sdk/contract';
-import { asksHistoryForCopy, asksHistoryForRetry, decideStaleWrite, isGuarded, TERMINAL_STATUSES, UnclassifiedWriteError } from './guard.ts';
+import { asksHistoryForAnswer, asksHistoryForCopy, asksHistoryForRetry, decideStaleWrite, isGuarded, TERMINAL_STATUSES, UnclassifiedWriteError } from './guard.ts';
 
 function incoming(messageType: MessageType, messageId = 'm-new') {
   return { status: resultingStatus(messageType).status, messageType, messageId };
@@ -332,6 +332,27 @@ describe('stale-write guard', () => {
       ['no parent', { ...late, parentMessageId: null }, completed],
     ];
     for (const [what, w, r] of cases) assert.deepEqual(decideStaleWrite(w, r), { apply: true }, what);
+  });
+
+  test("a late RetryRequest the history shows answered is refused already-answered over a row that moved on (rule 2's history form)", () => {
+    const failed = { ...row(S.Failed, T.ErrorResponse, 'r'), lastMessageId: 'f', appliedMessageIds: ['f', 'r', 'c'] };
+    const late = { ...incoming(T.RetryRequest, 'y'), late: true };
+    assert.equal(asksHistoryForAnswer(late, failed), true);
+    assert.deepEqual(decideStaleWrite({ ...late, answeredInHistory: true }, failed), { apply: false, reason: 'already-answered' });
+    assert.deepEqual(decideStaleWrite({ ...late, answeredInHistory: false }, failed), { apply: true });
+    // Not asked, and an answer given anyway is not read: not late, another type, a row naming it (rule 2 proper),
+    // no row; over Completed rule 5 keeps its reason.
+    const cases: Array<[string, Parameters<typeof decideStaleWrite>[0], Parameters<typeof decideStaleWrite>[1]]> = [
+      ['not late', incoming(T.RetryRequest, 'y'), failed],
+      ['a resubmission', { ...incoming(T.ResubmissionRequest, 'y'), late: true }, failed],
+      ['no row', late, null],
+    ];
+    for (const [what, w, r] of cases) {
+      assert.equal(asksHistoryForAnswer(w, r), false, what);
+      assert.deepEqual(decideStaleWrite({ ...w, answeredInHistory: true }, r), decideStaleWrite(w, r), what);
+    }
+    assert.deepEqual(decideStaleWrite({ ...late, answeredInHistory: true }, { ...failed, parentMessageId: 'y' }), { apply: false, reason: 'already-answered' });
+    assert.deepEqual(decideStaleWrite({ ...late, answeredInHistory: true }, { ...failed, status: S.Completed }), { apply: false, reason: 'retry-after-settlement' });
   });
 
   test('a row without applied ids (an older writer, a view built from history) is decided as before', () => {

@@ -345,6 +345,36 @@ describe('a failure and its retry both throttled: a later answer supersedes the 
     }
   });
 
+  test("a late retry whose run was answered is refused although the row moved on since (rule 2's history form), by recordOutcome and recordOutcomes", async () => {
+    // After C (naming Y), a resubmission R and its final failure F: the row is Failed, naming R. Y's replacement met a
+    // row naming R, not Y (rule 2 reads the row's parent only; rule 5 refuses over Completed and Skipped only), and
+    // set it Pending for good: the subscriber ran Y already. On the code before, written Pending.
+    for (const path of ['recordOutcome', 'recordOutcomes'] as const) {
+      const { ep, retry } = await bothThrottledRetrySucceeded();
+      const t = (w: StatusWrite, s: number): StatusWrite => ({ ...w, enqueuedAt: at(s) });
+      const resubmit = t(msg(T.ResubmissionRequest, { endpointId: ep, eventId: 'e', from: 'Manager', to: ep, parentMessageId: retry.messageId }), 4);
+      const final = t(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: resubmit.messageId, errorType: 'E', errorText: 'final' }), 5);
+      for (const w of [resubmit, final]) assert.equal((await record(w)).status.outcome, 'written', path);
+      assert.equal(reason(await replacement(path, retry)), 'already-answered', path);
+      const row = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
+      assert.deepEqual([row.status, row.lastMessageId], [S.Failed, final.messageId], path);
+    }
+  });
+
+  test("a late retry named only by an answer enqueued before it (an older SDK's repeated retry id) is not refused", async () => {
+    const ep = uniq('ep');
+    const t = (w: StatusWrite, s: number): StatusWrite => ({ ...w, enqueuedAt: at(s) });
+    const request = t(msg(T.EventRequest, { endpointId: ep, eventId: 'e', to: ep }), 0);
+    const retryId = `retry-${ep}-1`;
+    // Series 1's answer to retry 1 (its id derived from the event), then the row failed; series 2's retry 1 carries
+    // the same id, its first record throttled, its replacement late: series 1's answer does not answer it.
+    const answered = t(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: retryId, errorType: 'E', errorText: 'series 1' }), 1);
+    const failed = t(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: request.messageId, errorType: 'E', errorText: 'series 2' }), 2);
+    for (const w of [request, answered, failed]) assert.equal((await record(w)).status.outcome, 'written');
+    const retry = t(msg(T.RetryRequest, { endpointId: ep, eventId: 'e', to: ep, messageId: retryId, parentMessageId: request.messageId, retryCount: 1 }), 3);
+    assert.equal(reason(await replacement('recordOutcome', retry)), 'written Pending');
+  });
+
   test('a late failure over a settled answer to an earlier delivery applies: it is the newer word', async () => {
     // The mirror case, by the spec's order of original enqueue times: the row's version (C0, answering the request)
     // was enqueued before the failure of a later delivery D (a resubmission whose own record was lost), so E applies.

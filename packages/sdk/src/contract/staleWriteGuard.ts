@@ -105,6 +105,12 @@ export interface IncomingWrite {
    * before anything that answers a later delivery of its session).
    */
   late?: boolean | undefined;
+  /**
+   * The history's answer to asksHistoryForAnswer, when that asked: whether an entry of the row's session that is not
+   * history-only names this late RetryRequest as its parent, enqueued no earlier than it (its run was answered).
+   * Absent: not asked, and rule 2's history form does not apply.
+   */
+  answeredInHistory?: boolean | undefined;
   /** With `late`: the message this one answers (its delivery), and its original enqueue time (null: unknown, taken as the oldest). */
   parentMessageId?: string | null | undefined;
   enqueuedAt?: string | null | undefined;
@@ -168,6 +174,21 @@ export function asksHistoryForRetry(incoming: IncomingWrite, row: GuardedRowView
 }
 
 /**
+ * Whether rule 2's history form needs the history's answer (IncomingWrite.answeredInHistory): a late RetryRequest
+ * (IncomingWrite.late) over a row that does not name it as parent. Rule 2 reads the row's parent only, so a retry
+ * whose answer was applied and then followed by another version (a failure of a later delivery) no longer matched,
+ * and the late retry set the row Pending for good: the subscriber ran it already and answers nothing more.
+ */
+export function asksHistoryForAnswer(incoming: IncomingWrite, row: GuardedRowView | null): boolean {
+  return (
+    row !== null &&
+    incoming.late === true &&
+    incoming.messageType === MessageType.RetryRequest &&
+    row.parentMessageId !== incoming.messageId
+  );
+}
+
+/**
  * Whether an incoming write needs the guard at all: a non-terminal status written by a request copy, a
  * deferral, a handoff park or a control request. Terminal writes always apply.
  * Throws for a non-terminal write of a type the guard does not classify (ProcessDeferredRequest): such a type
@@ -196,6 +217,10 @@ export class UnclassifiedWriteError extends Error {
 
 /** The decision for an incoming write against the stored row (null = no row yet). */
 export function decideStaleWrite(incoming: IncomingWrite, row: GuardedRowView | null): GuardDecision {
+  // Rule 2's history form: a late RetryRequest whose run the history shows answered (an entry that is not
+  // history-only names it as parent, enqueued no earlier than it) is already answered, whatever the row shows since.
+  if (incoming.answeredInHistory === true && asksHistoryForAnswer(incoming, row) && decideByRules(incoming, row).apply)
+    return { apply: false, reason: 'already-answered' };
   const decision = decideByRules(incoming, row);
   // Rule 7, over what the rules below let through (a copy one of them refuses keeps its reason): a message the row
   // applied before a later one is a copy that came back alone (its completion was lost). A terminal copy would
