@@ -139,8 +139,14 @@ export interface CounterTicket {
 /**
  * The stamps a row carries after a write by `owner` in window `seq` moved it from `from` to `to` (docs/store.md,
  * "Exact counters after a crash"). Stamps of windows known to be applied are dropped; the others are carried, even
- * another writer's (it may have died before flushing them). One stamp per writer and window: a second move in the
- * same window extends the first (its `f` stays, `t` becomes the new bucket).
+ * another writer's (it may have died before flushing them). A second move in the same window extends the writer's
+ * stamp that ends where this move starts (its `f` stays, `t` becomes the new bucket): the two moves were back to
+ * back, so their net is `f` -> `to`. When another writer moved the row in between (the stamp ends elsewhere), the
+ * move gets a stamp of its own in the same window: the writer's buffered delta holds both moves, and a recovery,
+ * which sums every stamp above `flushed[owner]`, must apply both. Extending regardless applied `f` -> `to` alone
+ * (Pending -> Failed, the console's Failed -> Pending, Pending -> Completed recovered as Pending -> Completed: Pending
+ * +1, Failed -1 against the rows). Several stamps rather than a new field, so a stamp still reads as `f` -> `t` to a
+ * store of an earlier version (its schema drops fields it does not know, and its recovery sums stamps already).
  */
 export function nextStamps(
   existing: readonly CountStamp[] | undefined,
@@ -151,7 +157,7 @@ export function nextStamps(
   known: (owner: string) => number,
 ): CountStamp[] | undefined {
   const kept = (existing ?? []).filter((st) => st.s > known(st.o)).map((st) => ({ ...st }));
-  const mine = kept.find((st) => st.o === owner && st.s === seq);
+  const mine = kept.find((st) => st.o === owner && st.s === seq && st.t === from);
   if (mine) mine.t = to;
   else if (from !== to) kept.push({ o: owner, s: seq, f: from, t: to });
   const out = kept.filter((st) => st.f !== st.t);

@@ -9,7 +9,7 @@ import {
   MAX_APPLIED_MESSAGE_IDS,
 } from '@nimbus/sdk/contract';
 import type { MessageType, ResolutionStatus } from '@nimbus/sdk/contract';
-import { asksHistoryForCopy, asksHistoryForRetry, decideStaleWrite, isGuarded, TERMINAL_STATUSES, UnclassifiedWriteError } from './guard.ts';
+import { asksHistoryForAnswer, asksHistoryForCopy, asksHistoryForRetry, decideStaleWrite, isGuarded, TERMINAL_STATUSES, UnclassifiedWriteError } from './guard.ts';
 
 function incoming(messageType: MessageType, messageId = 'm-new') {
   return { status: resultingStatus(messageType).status, messageType, messageId };
@@ -302,6 +302,57 @@ describe('stale-write guard', () => {
       assert.equal(asksHistoryForRetry(w, r), false, what);
       assert.deepEqual(decideStaleWrite({ ...w, retriedInHistory: true }, r), decideStaleWrite(w, r), what);
     }
+  });
+
+  test('a late Failed ErrorResponse is refused over a settled answer to another delivery enqueued after it (rule 9)', () => {
+    // E answered delivery d at 01 s; its retry y (never stored) succeeded: the row shows c, naming y, enqueued at 03 s.
+    const t = (s: number) => `2026-12-01T09:00:0${s}.000Z`;
+    const completed = { ...row(S.Completed, T.ResolutionResponse, 'y'), lastMessageId: 'c', appliedMessageIds: ['c', 'd'], enqueuedAt: t(3) };
+    const late = { ...incoming(T.ErrorResponse, 'e'), late: true, parentMessageId: 'd', enqueuedAt: t(1) };
+    assert.deepEqual(decideStaleWrite(late, completed), { apply: false, reason: 'superseded-by-later-answer' });
+    // Over every settled status; a failure whose original time is unknown (null) is taken as the oldest.
+    for (const status of TERMINALS)
+      assert.deepEqual(decideStaleWrite(late, { ...completed, status, messageType: TERMINAL_WRITERS[status]! }).apply, false, status);
+    assert.deepEqual(decideStaleWrite({ ...late, enqueuedAt: null }, completed).apply, false, 'time unknown');
+    // Rules 7 and 8 keep their reasons when they refuse it too.
+    assert.deepEqual(decideStaleWrite({ ...late, retriedInHistory: true }, completed), { apply: false, reason: 'superseded-by-retry' });
+    // Applied as before: not late (a first arrival), the row's version enqueued before it (an answer to an earlier
+    // delivery: E is the newer word), the same delivery's answer, a Pending row, a view without the row's time or last
+    // message id (a conditional write's, an older row), a dead letter, a success, the row's own failure.
+    const cases: Array<[string, Parameters<typeof decideStaleWrite>[0], Parameters<typeof decideStaleWrite>[1]]> = [
+      ['not late', { ...late, late: undefined }, completed],
+      ['an earlier answer', late, { ...completed, enqueuedAt: t(0) }],
+      ['the same delivery', late, { ...completed, parentMessageId: 'd' }],
+      ['a Pending row', late, { ...completed, status: S.Pending, messageType: T.RetryRequest }],
+      ['no row time', late, { ...completed, enqueuedAt: null }],
+      ['a conditional view', late, row(S.Completed, T.ResolutionResponse, 'y')],
+      ['a dead letter', { ...late, status: S.DeadLettered }, completed],
+      ['a success', { ...late, messageType: T.ResolutionResponse, status: S.Completed }, completed],
+      ["the row's own failure", late, { ...completed, status: S.Failed, messageType: T.ErrorResponse, lastMessageId: 'e' }],
+      ['no parent', { ...late, parentMessageId: null }, completed],
+    ];
+    for (const [what, w, r] of cases) assert.deepEqual(decideStaleWrite(w, r), { apply: true }, what);
+  });
+
+  test("a late RetryRequest the history shows answered is refused already-answered over a row that moved on (rule 2's history form)", () => {
+    const failed = { ...row(S.Failed, T.ErrorResponse, 'r'), lastMessageId: 'f', appliedMessageIds: ['f', 'r', 'c'] };
+    const late = { ...incoming(T.RetryRequest, 'y'), late: true };
+    assert.equal(asksHistoryForAnswer(late, failed), true);
+    assert.deepEqual(decideStaleWrite({ ...late, answeredInHistory: true }, failed), { apply: false, reason: 'already-answered' });
+    assert.deepEqual(decideStaleWrite({ ...late, answeredInHistory: false }, failed), { apply: true });
+    // Not asked, and an answer given anyway is not read: not late, another type, a row naming it (rule 2 proper),
+    // no row; over Completed rule 5 keeps its reason.
+    const cases: Array<[string, Parameters<typeof decideStaleWrite>[0], Parameters<typeof decideStaleWrite>[1]]> = [
+      ['not late', incoming(T.RetryRequest, 'y'), failed],
+      ['a resubmission', { ...incoming(T.ResubmissionRequest, 'y'), late: true }, failed],
+      ['no row', late, null],
+    ];
+    for (const [what, w, r] of cases) {
+      assert.equal(asksHistoryForAnswer(w, r), false, what);
+      assert.deepEqual(decideStaleWrite({ ...w, answeredInHistory: true }, r), decideStaleWrite(w, r), what);
+    }
+    assert.deepEqual(decideStaleWrite({ ...late, answeredInHistory: true }, { ...failed, parentMessageId: 'y' }), { apply: false, reason: 'already-answered' });
+    assert.deepEqual(decideStaleWrite({ ...late, answeredInHistory: true }, { ...failed, status: S.Completed }), { apply: false, reason: 'retry-after-settlement' });
   });
 
   test('a row without applied ids (an older writer, a view built from history) is decided as before', () => {

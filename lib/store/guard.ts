@@ -6,6 +6,7 @@ export {
   decideStaleWrite,
   asksHistoryForCopy,
   asksHistoryForRetry,
+  asksHistoryForAnswer,
   UnclassifiedWriteError,
   type IgnoreReason,
   type GuardDecision,

@@ -3,11 +3,11 @@
 // need them (docs/store.md, "The guarded write"). The guard stays pure; the store does the I/O through `ask`.
 // One context per call, handed down the chain write as one argument, so which message is asked which question is
 // decided here, in one place, rather than from parameters threaded separately through each function of the chain.
-import { asksHistoryForCopy, asksHistoryForRetry, decideStaleWrite, type GuardedRowView, type IncomingWrite } from './guard.ts';
+import { asksHistoryForAnswer, asksHistoryForCopy, asksHistoryForRetry, decideStaleWrite, type GuardedRowView, type IncomingWrite } from './guard.ts';
 import type { HistoryEntry, StatusWriteParsed } from './schemas.ts';
 
 /** The history's answers the guard reads (IncomingWrite's supersededInHistory, retriedInHistory), those asked. */
-export type HistoryAnswer = Pick<IncomingWrite, 'supersededInHistory' | 'retriedInHistory'>;
+export type HistoryAnswer = Pick<IncomingWrite, 'supersededInHistory' | 'retriedInHistory' | 'answeredInHistory'>;
 
 /** A history write's answer (recordHistory, recordOutcome(s)): whether this call created the entry. */
 export type RecordedHistory = { recorded: boolean; entry: HistoryEntry };
@@ -20,6 +20,8 @@ export type RecordedHistory = { recorded: boolean; entry: HistoryEntry };
 export type HistoryQuestions = {
   copyOf: string | undefined;
   retryOf: { parent: string; at: string | null } | undefined;
+  /** Rule 2's history form: does an entry name this late RetryRequest as its parent, enqueued no earlier than `at`? */
+  answerOf?: { id: string; at: string | null };
 };
 
 /** The store's query that answers them: one in the event's partition for either or both. */
@@ -39,9 +41,14 @@ export function historyQuestions(
   w: Pick<StatusWriteParsed, 'messageId' | 'parentMessageId' | 'enqueuedAt'>,
   recordsHistory: boolean,
 ): HistoryQuestions | undefined {
-  if (!decideStaleWrite(incoming, view).apply) return undefined;
+  // Rules 1-7 without the history, as before rule 9: a write rule 9 would refuse is still asked, so a copy rule 7 or
+  // a failure rule 8 refuses keeps that reason (rule 9 is the last word, for what those let through).
+  const { late: _late, ...withoutRule9 } = incoming;
+  if (!decideStaleWrite(withoutRule9, view).apply) return undefined;
   const copyOf = asksHistoryForCopy(incoming, view) ? w.messageId : undefined;
   const retryOf = recordsHistory && asksHistoryForRetry(incoming, view) && w.parentMessageId ? { parent: w.parentMessageId, at: w.enqueuedAt } : undefined;
+  // Only a late message's record is marked `late` (HistoryContext.answer), so only that asks rule 2's history form.
+  if (recordsHistory && asksHistoryForAnswer(incoming, view)) return { copyOf, retryOf, answerOf: { id: w.messageId, at: incoming.enqueuedAt ?? null } };
   return copyOf === undefined && retryOf === undefined ? undefined : { copyOf, retryOf };
 }
 
@@ -98,15 +105,22 @@ export class HistoryContext {
    * enqueued first), so a new response costs no query; a copy, a throttle replacement and a redelivery whose history
    * landed before find their entry there and are asked. So is one marked `mayBeLate`, whose entry this call may have
    * created only because its earlier attempt's history create failed too - its retry may have been applied meanwhile.
+   * Such a write (a message's record, not its first arrival) is also marked `late` for rule 9.
    */
-  async answer(incoming: IncomingWrite, view: GuardedRowView | null, w: StatusWriteParsed): Promise<IncomingWrite> {
-    if (this.#firstRecorded.has(w.messageId)) return incoming;
+  async answer(plain: IncomingWrite, view: GuardedRowView | null, w: StatusWriteParsed): Promise<IncomingWrite> {
+    if (this.#firstRecorded.has(w.messageId)) return plain;
+    // A message's record that is not its first arrival may be late: rule 9 orders it by its original enqueue time
+    // against the row's version (unknown: null, the oldest, as rule 8's bound takes it).
+    const incoming: IncomingWrite =
+      this.#recorded === undefined
+        ? plain
+        : { ...plain, late: true, parentMessageId: w.parentMessageId, enqueuedAt: this.#timeUnknown.has(w.messageId) ? null : w.enqueuedAt };
     const asked = historyQuestions(incoming, view, w, this.#recorded !== undefined);
     if (asked === undefined) return incoming;
     const questions =
       asked.retryOf !== undefined && this.#timeUnknown.has(w.messageId) ? { ...asked, retryOf: { ...asked.retryOf, at: null } } : asked;
     // Keyed on the questions too: a later attempt over another version may ask one the first did not.
-    const key = `${w.messageId}\u0000${questions.copyOf !== undefined}\u0000${questions.retryOf?.parent ?? ''}`;
+    const key = `${w.messageId}\u0000${questions.copyOf !== undefined}\u0000${questions.retryOf?.parent ?? ''}\u0000${questions.answerOf !== undefined}`;
     let answer = this.#answers.get(key);
     if (answer === undefined) {
       answer = await this.#ask(w, questions);

@@ -1997,8 +1997,17 @@ export class MessageStore {
    */
   async #historyAnswer(
     { eventId, endpointId, sessionId }: Pick<z.output<typeof statusWriteSchema>, 'eventId' | 'endpointId' | 'sessionId'>,
-    { copyOf, retryOf }: HistoryQuestions,
+    { copyOf, retryOf, answerOf }: HistoryQuestions,
   ): Promise<HistoryAnswer> {
+    // Rule 2's history form, asked of a late RetryRequest only (never beside the other two, which are asked of
+    // responses): an entry naming it as parent, enqueued no earlier than it (an older SDK's retry ids repeat from one
+    // series to the next, so an earlier series' answer may name the same id; unknown time: no bound).
+    if (answerOf !== undefined) {
+      const bound = answerOf.at !== null ? ' AND c.enqueuedAt >= @at' : '';
+      const params: SqlParameter[] = [{ name: '@self', value: answerOf.id }, ...(answerOf.at !== null ? [{ name: '@at', value: answerOf.at }] : [])];
+      const [found] = (await this.#sessionHistoryNewestFirst(eventId, endpointId, sessionId, `c.parentMessageId = @self${bound}`, params, 1, 'history parent link', (h) => !isHistoryOnly(h))).items;
+      return { answeredInHistory: found !== undefined && found.parentMessageId === answerOf.id && (answerOf.at === null || found.enqueuedAt >= answerOf.at) };
+    }
     const copy = 'c.parentMessageId = @self';
     const at = retryOf?.at ?? null;
     const since = at !== null ? ' AND c.enqueuedAt >= @at' : '';

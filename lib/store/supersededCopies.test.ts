@@ -84,7 +84,7 @@ describe('a terminal copy past the row\'s applied ids', () => {
    * series and a success. No retry names the failed delivery (retries exhausted: the SDK sent none beside it), so
    * rule 8 does not refuse it either.
    */
-  async function failureNeverApplied() {
+  async function failureNeverApplied(end: 'success' | 'last retry' = 'success') {
     const ep = uniq('ep');
     const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e', to: ep });
     await record(request);
@@ -97,15 +97,18 @@ describe('a terminal copy past the row\'s applied ids', () => {
     await f.store.recordHistory(asHistory(msg(T.SkipRequest, { endpointId: ep, eventId: 'e', from: 'shop', to: ep, parentMessageId: failure.messageId })));
     const resubmit = msg(T.ResubmissionRequest, { endpointId: ep, eventId: 'e', from: 'Manager', to: ep, parentMessageId: request.messageId });
     await record(resubmit);
-    for (const w of series(ep, resubmit.messageId, 4)) assert.equal((await record(w)).status.outcome, 'written');
+    const later = series(ep, resubmit.messageId, 4);
+    for (const w of end === 'success' ? later : later.slice(0, -1)) assert.equal((await record(w)).status.outcome, 'written');
     const row = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
-    assert.equal(row.status, S.Completed);
+    assert.equal(row.status, end === 'success' ? S.Completed : S.Pending);
     assert.equal(row.appliedMessageIds?.length, MAX_APPLIED_MESSAGE_IDS);
     return { ep, failure };
   }
 
   test('a first application past the list, which no later entry names, is written (recordOutcome: a throttle replacement, a redelivery whose history landed first)', async () => {
-    const { ep, failure } = await failureNeverApplied();
+    // The series still running (its last retry Pending): over its success, enqueued after the failure, rule 9 refuses
+    // the late failure (a later answer of another delivery), which is not what this test is about.
+    const { ep, failure } = await failureNeverApplied('last retry');
     // The replacement keeps the failure's MessageId; its first application is decided by rules 1-6 as always (a
     // terminal write applies).
     const replacement = await record(failure);
@@ -293,6 +296,97 @@ describe('a failure its own retry superseded (rule 8)', () => {
     assert.deepEqual(lot.map((r) => r.status.outcome), ['written', 'written']);
     const row = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
     assert.deepEqual([row.status, row.lastMessageId], [S.Pending, retry2.messageId]);
+  });
+});
+
+describe('a failure and its retry both throttled: a later answer supersedes the failure (rule 9)', () => {
+  /**
+   * D delivered (the request), failed: ErrorResponse E and the policy's RetryRequest Y both name D, and both history
+   * creates answered 429 (nothing of either stored, the replacements wait 5 s and more). Y's run succeeded: C, naming
+   * Y, recorded. The enqueue times are the broker's: D, E, Y, C in that order.
+   */
+  async function bothThrottledRetrySucceeded() {
+    const ep = uniq('ep');
+    const t = (w: StatusWrite, s: number): StatusWrite => ({ ...w, enqueuedAt: at(s) });
+    const request = t(msg(T.EventRequest, { endpointId: ep, eventId: 'e', to: ep }), 0);
+    const failure = t(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' }), 1);
+    const retry = t(msg(T.RetryRequest, { endpointId: ep, eventId: 'e', to: ep, parentMessageId: request.messageId, retryCount: 1 }), 2);
+    const success = t(msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: retry.messageId }), 3);
+    for (const w of [request, success]) assert.equal((await record(w)).status.outcome, 'written');
+    return { ep, failure, retry, success };
+  }
+  /** The Resolver's replacement of `w` (mayBeLate: its earlier history create failed), by one path. */
+  const replacement = async (path: 'recordOutcome' | 'recordOutcomes', w: StatusWrite) =>
+    path === 'recordOutcome'
+      ? await f.store.recordOutcome({ history: asHistory(w), status: w, mayBeLate: true })
+      : (await f.store.recordOutcomes([{ history: asHistory(w), status: w, mayBeLate: true }]))[0]!;
+  const reason = (r: Awaited<ReturnType<typeof replacement>>) => (r.status.outcome === 'ignored' ? r.status.reason : `written ${r.status.row.status}`);
+
+  test('the replacements in either order, by recordOutcome and recordOutcomes: both refused, the row stays Completed and counted once', async () => {
+    // Review: E's replacement found no RetryRequest naming D (Y never stored), so rule 8 let it turn the Completed row
+    // Failed; Y's replacement then met a Failed row naming D, not Y (rule 2), and set it Pending for good (counters
+    // Pending 1, Completed 0). Y first: refused already-answered, then E turned the row Failed. Both on the code before.
+    for (const path of ['recordOutcome', 'recordOutcomes'] as const) {
+      for (const order of ['failure first', 'retry first'] as const) {
+        const { ep, failure, retry, success } = await bothThrottledRetrySucceeded();
+        const what = `${path}, ${order}`;
+        const ws = order === 'failure first' ? [failure, retry] : [retry, failure];
+        const answers = new Map<StatusWrite, string>();
+        for (const w of ws) answers.set(w, reason(await replacement(path, w)));
+        // Retry first: Y's replacement stores Y's history entry (refused, as its answer C is on the row), so E then
+        // finds Y and rule 8 refuses it; failure first, nothing of Y is stored yet and rule 9 does.
+        assert.equal(answers.get(failure), order === 'failure first' ? 'superseded-by-later-answer' : 'superseded-by-retry', what);
+        assert.equal(answers.get(retry), 'already-answered', what);
+        const row = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
+        assert.deepEqual([row.status, row.lastMessageId], [S.Completed, success.messageId], what);
+        const counts = await f.store.getCounts(ep);
+        assert.deepEqual([counts.completed, counts.pending, counts.failed], [1, 0, 0], what);
+      }
+    }
+  });
+
+  test("a late retry whose run was answered is refused although the row moved on since (rule 2's history form), by recordOutcome and recordOutcomes", async () => {
+    // After C (naming Y), a resubmission R and its final failure F: the row is Failed, naming R. Y's replacement met a
+    // row naming R, not Y (rule 2 reads the row's parent only; rule 5 refuses over Completed and Skipped only), and
+    // set it Pending for good: the subscriber ran Y already. On the code before, written Pending.
+    for (const path of ['recordOutcome', 'recordOutcomes'] as const) {
+      const { ep, retry } = await bothThrottledRetrySucceeded();
+      const t = (w: StatusWrite, s: number): StatusWrite => ({ ...w, enqueuedAt: at(s) });
+      const resubmit = t(msg(T.ResubmissionRequest, { endpointId: ep, eventId: 'e', from: 'Manager', to: ep, parentMessageId: retry.messageId }), 4);
+      const final = t(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: resubmit.messageId, errorType: 'E', errorText: 'final' }), 5);
+      for (const w of [resubmit, final]) assert.equal((await record(w)).status.outcome, 'written', path);
+      assert.equal(reason(await replacement(path, retry)), 'already-answered', path);
+      const row = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
+      assert.deepEqual([row.status, row.lastMessageId], [S.Failed, final.messageId], path);
+    }
+  });
+
+  test("a late retry named only by an answer enqueued before it (an older SDK's repeated retry id) is not refused", async () => {
+    const ep = uniq('ep');
+    const t = (w: StatusWrite, s: number): StatusWrite => ({ ...w, enqueuedAt: at(s) });
+    const request = t(msg(T.EventRequest, { endpointId: ep, eventId: 'e', to: ep }), 0);
+    const retryId = `retry-${ep}-1`;
+    // Series 1's answer to retry 1 (its id derived from the event), then the row failed; series 2's retry 1 carries
+    // the same id, its first record throttled, its replacement late: series 1's answer does not answer it.
+    const answered = t(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: retryId, errorType: 'E', errorText: 'series 1' }), 1);
+    const failed = t(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: request.messageId, errorType: 'E', errorText: 'series 2' }), 2);
+    for (const w of [request, answered, failed]) assert.equal((await record(w)).status.outcome, 'written');
+    const retry = t(msg(T.RetryRequest, { endpointId: ep, eventId: 'e', to: ep, messageId: retryId, parentMessageId: request.messageId, retryCount: 1 }), 3);
+    assert.equal(reason(await replacement('recordOutcome', retry)), 'written Pending');
+  });
+
+  test('a late failure over a settled answer to an earlier delivery applies: it is the newer word', async () => {
+    // The mirror case, by the spec's order of original enqueue times: the row's version (C0, answering the request)
+    // was enqueued before the failure of a later delivery D (a resubmission whose own record was lost), so E applies.
+    for (const path of ['recordOutcome', 'recordOutcomes'] as const) {
+      const ep = uniq('ep');
+      const t = (w: StatusWrite, s: number): StatusWrite => ({ ...w, enqueuedAt: at(s) });
+      const request = t(msg(T.EventRequest, { endpointId: ep, eventId: 'e', to: ep }), 0);
+      const done = t(msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: request.messageId }), 1);
+      for (const w of [request, done]) assert.equal((await record(w)).status.outcome, 'written');
+      const failure = t(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: `resubmit-${ep}`, errorType: 'E', errorText: 'boom' }), 5);
+      assert.equal(reason(await replacement(path, failure)), 'written Failed', path);
+    }
   });
 });
 

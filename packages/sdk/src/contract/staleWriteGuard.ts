@@ -51,7 +51,13 @@ export type IgnoreReason =
    * RetryRequest too (the history holds one naming the same parent): the SDK sends that retry only beside a failure
    * it will retry, so the failure is not the delivery's last word - a copy, or a throttle replacement, after it.
    */
-  | 'superseded-by-retry';
+  | 'superseded-by-retry'
+  /**
+   * A Failed ErrorResponse that may be late (IncomingWrite.late) over a settled row whose version answers another
+   * delivery and was enqueued after the failure: the row holds a later outcome of the event (the retry's success,
+   * whose RetryRequest the history may never have stored), so the failure is not the event's last word.
+   */
+  | 'superseded-by-later-answer';
 
 export type GuardDecision = { apply: true } | { apply: false; reason: IgnoreReason };
 
@@ -66,6 +72,11 @@ export interface GuardedRowView {
    * row written before the store kept them, a view built from history): the already-applied rule does not apply.
    */
   appliedMessageIds?: readonly string[] | undefined;
+  /**
+   * The enqueue time of the message that wrote this version (ISO, as stored; a replacement's is its original's).
+   * Absent or null (a conditional write's view, a row without it): rule 9 does not apply.
+   */
+  enqueuedAt?: string | null | undefined;
 }
 
 /** A write the guard decides on: the message's id and type and the status it would write. */
@@ -87,6 +98,22 @@ export interface IncomingWrite {
    * it does not apply.
    */
   retriedInHistory?: boolean | undefined;
+  /**
+   * Set by a caller that records the message's history when this write may arrive after messages enqueued after it:
+   * its history entry was there before this call (a copy, a throttle replacement, a redelivery) or the caller marked
+   * it so (the Resolver's throttle replacement, a redelivery). Absent: rule 9 does not apply (a first arrival comes
+   * before anything that answers a later delivery of its session).
+   */
+  late?: boolean | undefined;
+  /**
+   * The history's answer to asksHistoryForAnswer, when that asked: whether an entry of the row's session that is not
+   * history-only names this late RetryRequest as its parent, enqueued no earlier than it (its run was answered).
+   * Absent: not asked, and rule 2's history form does not apply.
+   */
+  answeredInHistory?: boolean | undefined;
+  /** With `late`: the message this one answers (its delivery), and its original enqueue time (null: unknown, taken as the oldest). */
+  parentMessageId?: string | null | undefined;
+  enqueuedAt?: string | null | undefined;
 }
 
 /**
@@ -147,6 +174,21 @@ export function asksHistoryForRetry(incoming: IncomingWrite, row: GuardedRowView
 }
 
 /**
+ * Whether rule 2's history form needs the history's answer (IncomingWrite.answeredInHistory): a late RetryRequest
+ * (IncomingWrite.late) over a row that does not name it as parent. Rule 2 reads the row's parent only, so a retry
+ * whose answer was applied and then followed by another version (a failure of a later delivery) no longer matched,
+ * and the late retry set the row Pending for good: the subscriber ran it already and answers nothing more.
+ */
+export function asksHistoryForAnswer(incoming: IncomingWrite, row: GuardedRowView | null): boolean {
+  return (
+    row !== null &&
+    incoming.late === true &&
+    incoming.messageType === MessageType.RetryRequest &&
+    row.parentMessageId !== incoming.messageId
+  );
+}
+
+/**
  * Whether an incoming write needs the guard at all: a non-terminal status written by a request copy, a
  * deferral, a handoff park or a control request. Terminal writes always apply.
  * Throws for a non-terminal write of a type the guard does not classify (ProcessDeferredRequest): such a type
@@ -175,6 +217,10 @@ export class UnclassifiedWriteError extends Error {
 
 /** The decision for an incoming write against the stored row (null = no row yet). */
 export function decideStaleWrite(incoming: IncomingWrite, row: GuardedRowView | null): GuardDecision {
+  // Rule 2's history form: a late RetryRequest whose run the history shows answered (an entry that is not
+  // history-only names it as parent, enqueued no earlier than it) is already answered, whatever the row shows since.
+  if (incoming.answeredInHistory === true && asksHistoryForAnswer(incoming, row) && decideByRules(incoming, row).apply)
+    return { apply: false, reason: 'already-answered' };
   const decision = decideByRules(incoming, row);
   // Rule 7, over what the rules below let through (a copy one of them refuses keeps its reason): a message the row
   // applied before a later one is a copy that came back alone (its completion was lost). A terminal copy would
@@ -214,7 +260,31 @@ export function decideStaleWrite(incoming: IncomingWrite, row: GuardedRowView | 
   // refused as late (rule 5) counts too: the event was settled meanwhile, and that settlement stays.
   if (decision.apply && incoming.retriedInHistory === true && asksHistoryForRetry(incoming, row))
     return { apply: false, reason: 'superseded-by-retry' };
+  // Rule 9: a late failure under a later answer of another delivery. Rule 8 finds the retry only when the history
+  // stored it: when the failure E and its RetryRequest Y were both throttled (neither's history create landed) and Y's
+  // run succeeded meanwhile (C, naming Y, made the row Completed), E's replacement found no retry and turned the row
+  // Failed; Y's replacement then met a Failed row no longer naming Y (rule 2) and left it Pending for good. The row
+  // itself says enough: a settled version answering a delivery other than E's, enqueued after E, is a later outcome
+  // of the event (the spec orders an event's messages by their original enqueue time). Over a settled version
+  // enqueued before E (an answer to an earlier delivery), E is the newer word and applies. Late writes only: a first
+  // arrival is recorded before anything answering a later delivery of its session.
+  if (decision.apply && supersededByLaterAnswer(incoming, row)) return { apply: false, reason: 'superseded-by-later-answer' };
   return decision;
+}
+
+/**
+ * Rule 9: a Failed ErrorResponse the caller says may be late (IncomingWrite.late), the row not showing it
+ * (asksHistoryForRetry), over a settled version answering another delivery and enqueued after the failure (a failure
+ * whose original time is unknown, null, is taken as the oldest, as rule 8 takes it). Not over a view without the
+ * row's enqueue time or last message id (a conditional write's), nor a version without a parent.
+ */
+function supersededByLaterAnswer(incoming: IncomingWrite, row: GuardedRowView | null): boolean {
+  if (incoming.late !== true || row === null || !asksHistoryForRetry(incoming, row)) return false;
+  if (!TERMINAL_STATUSES.has(row.status) || row.enqueuedAt == null) return false;
+  const rowParent = row.parentMessageId;
+  const parent = incoming.parentMessageId;
+  if (rowParent == null || rowParent === '' || parent == null || parent === '' || rowParent === parent) return false;
+  return incoming.enqueuedAt == null || incoming.enqueuedAt < row.enqueuedAt;
 }
 
 function decideByRules(
