@@ -245,9 +245,9 @@ test('compaction into snapshots while writing keeps every document', async () =>
 function smallDisk(): { room: number; write: JournalWrite } {
   const disk = {
     room: Number.POSITIVE_INFINITY,
-    write: (fd: number, buffer: Buffer, offset: number, length: number): number => {
+    write: (fd: number, buffer: Buffer, offset: number, length: number, position: number): number => {
       if (disk.room <= 0) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
-      const n = writeSync(fd, buffer, offset, Math.min(length, disk.room));
+      const n = writeSync(fd, buffer, offset, Math.min(length, disk.room), position);
       disk.room -= n;
       return n;
     },
@@ -267,19 +267,22 @@ function files(dir: string): Record<string, number> {
   return Object.fromEntries(readdirSync(dir).map((f) => [f, statSync(join(dir, f)).size]));
 }
 
-test('writeFully continues short writes and fails a write that makes no progress', () => {
+test('writeFully continues short writes at the given position and fails a write that makes no progress', () => {
   const path = join(dataDir(), 'f');
   const fd = openSync(path, 'w');
   try {
     let calls = 0;
-    const threeAtATime: JournalWrite = (f, b, o, l) => {
+    const threeAtATime: JournalWrite = (f, b, o, l, p) => {
       calls += 1;
-      return writeSync(f, b, o, Math.min(l, 3));
+      return writeSync(f, b, o, Math.min(l, 3), p);
     };
-    writeFully(threeAtATime, fd, Buffer.from('0123456789'), 'f');
+    writeFully(threeAtATime, fd, Buffer.from('0123456789'), 0, 'f');
     assert.equal(calls, 4);
     assert.equal(readFileSync(path, 'utf8'), '0123456789');
-    assert.throws(() => writeFully(() => 0, fd, Buffer.from('x'), 'f'), /no progress after 0 of 1 bytes/);
+    // At the position named, not the descriptor's (which is at 10 now).
+    writeFully(threeAtATime, fd, Buffer.from('ab'), 2, 'f');
+    assert.equal(readFileSync(path, 'utf8'), '01ab456789');
+    assert.throws(() => writeFully(() => 0, fd, Buffer.from('x'), 0, 'f'), /no progress after 0 of 1 bytes/);
   } finally {
     closeSync(fd);
   }
@@ -314,6 +317,42 @@ test('a write the disk cannot take whole is a 503, cut back from the journal; la
     (await all(await container(again.endpoint, again.key))).map((r) => r.id),
     ['after-1', 'after-2', 'before', 'full'],
   );
+});
+
+test('after a compaction, a write the disk cannot take whole is cut back and later acknowledged writes survive', async () => {
+  // The compaction's new journal was opened with 'w' (recovery opens with 'a'): the cut-back (ftruncate) did not
+  // move that descriptor's position, so the next write landed past the end, after a run of zero bytes, and the
+  // next start cut off everything from there ("malformed header"): after-1 and after-2, acknowledged, were lost.
+  const dir = dataDir();
+  const disk = smallDisk();
+  const first = await start(dir, 5000, disk.write);
+  const c1 = await container(first.endpoint, first.key);
+  await c1.items.create({ id: 'big', pk: 'p', n: 0, pad: 'x'.repeat(20_000) });
+  // The compaction at the size threshold runs after the response (setImmediate): its sign is the snapshot, then
+  // the new generation's journal alone.
+  while (!readdirSync(dir).includes('snapshot.ndjson') || readdirSync(dir).includes('journal-00000000.ndjson'))
+    await new Promise((resolve) => setImmediate(resolve));
+  const journal = join(dir, readdirSync(dir).find((f) => f.startsWith('journal-'))!);
+  assert.notEqual(journal, join(dir, 'journal-00000000.ndjson'), 'appends go to the new generation');
+  const size = statSync(journal).size;
+  disk.room = 30;
+  await assert.rejects(c1.items.upsert({ id: 'full', pk: 'p', n: 1, pad: 'y'.repeat(2000) }), (e: { code?: unknown }) => {
+    assert.equal(e.code, 503, 'not acknowledged');
+    return true;
+  });
+  assert.equal(statSync(journal).size, size, 'the partial record is cut back');
+  disk.room = Number.POSITIVE_INFINITY;
+  await c1.items.upsert({ id: 'after-1', pk: 'p', n: 2 });
+  await c1.items.upsert({ id: 'after-2', pk: 'p', n: 3 });
+  const copy = dataDir();
+  cpSync(dir, copy, { recursive: true });
+  const again = await start(copy);
+  assert.equal(again.recovery?.truncated, undefined, 'nothing cut off at the start');
+  assert.deepEqual(
+    (await all(await container(again.endpoint, again.key))).map((r) => r.id),
+    ['after-1', 'after-2', 'big', 'full'],
+  );
+  assert.equal(readFileSync(journal).indexOf(0), -1, 'no zero bytes in the journal');
 });
 
 test('a clean stop on a nearly full disk rejects, keeps the journal, and writes no short snapshot', async () => {

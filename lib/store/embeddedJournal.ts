@@ -24,12 +24,14 @@
 //   would otherwise replace the only copy of the documents after the damage.
 // - Every write is written whole or not at all: a short write (a nearly full disk) is continued, and a failed one
 //   is cut back (ftruncate) so the journal never holds a partial record before later good ones. A response whose
-//   changes could not be written is a 503, never an acknowledgement.
+//   changes could not be written is a 503, never an acknowledgement. Every write names its file offset (pwrite):
+//   the cut-back moves no descriptor's position.
 //
 // Journaling at the model (not replaying HTTP requests) is what keeps `_etag`/`_ts` stable and needs no second
 // copy of the server's request semantics.
 import {
   closeSync,
+  constants as fsConstants,
   existsSync,
   fsyncSync,
   mkdirSync,
@@ -68,8 +70,11 @@ interface AccountLike {
 type Scope = { k: 'dbs' } | { k: 'colls'; db: string } | { k: 'docs'; db: string; coll: string };
 type Op = { op: 'set'; s: Scope; n: number; d: Doc } | { op: 'del'; s: Scope; rid: string };
 
-/** `fs.writeSync(fd, buffer, offset, length)`: the number of bytes written, which may be fewer than `length`. */
-export type JournalWrite = (fd: number, buffer: Buffer, offset: number, length: number) => number;
+/**
+ * `fs.writeSync(fd, buffer, offset, length, position)`: writes at the file offset `position` (pwrite), and returns the
+ * number of bytes written, which may be fewer than `length`.
+ */
+export type JournalWrite = (fd: number, buffer: Buffer, offset: number, length: number, position: number) => number;
 
 export interface JournalOptions {
   /** The folder that holds the snapshot and the journal (created when missing). */
@@ -244,17 +249,21 @@ function apply(account: AccountLike, op: Op): boolean {
 // ---------------------------------------------------------------------------------------------------------------
 // The file format: one line per record, `<crc32 hex 8>\t<length>\t<JSON array of ops>\n`.
 
-const defaultWrite: JournalWrite = (fd, buffer, offset, length) => writeSync(fd, buffer, offset, length);
+const defaultWrite: JournalWrite = (fd, buffer, offset, length, position) =>
+  writeSync(fd, buffer, offset, length, position);
 
 /**
- * Writes all of `buffer` at the file's current position: `write(2)` may write fewer bytes than asked (a nearly full
+ * Writes all of `buffer` at the file offset `position`: `write(2)` may write fewer bytes than asked (a nearly full
  * disk writes what fits and says how much), and ignoring that count left a snapshot cut short and renamed into
- * place. A write that makes no progress fails instead of looping.
+ * place. A write that makes no progress fails instead of looping. The position is explicit, never the descriptor's:
+ * a failed journal write is cut back with ftruncate, which does not move a descriptor's position, so the next write
+ * through a descriptor opened with 'w' (as a compaction's new journal was) landed past the end and left a run of
+ * zero bytes that the next start cut off, with every acknowledged write after it.
  */
-export function writeFully(write: JournalWrite, fd: number, buffer: Buffer, what: string): void {
+export function writeFully(write: JournalWrite, fd: number, buffer: Buffer, position: number, what: string): void {
   let offset = 0;
   while (offset < buffer.length) {
-    const n = write(fd, buffer, offset, buffer.length - offset);
+    const n = write(fd, buffer, offset, buffer.length - offset, position + offset);
     if (!Number.isInteger(n) || n <= 0)
       throw Object.assign(
         new Error(`${what}: the write made no progress after ${offset} of ${buffer.length} bytes (disk full?)`),
@@ -453,7 +462,8 @@ export class EmbeddedJournal {
     }
     const record = encode(this.pending);
     try {
-      writeFully(this.write, this.fd, record, `journal ${this.journalPath}`);
+      // At the end of the last whole record, wherever the descriptor's position is (writeFully).
+      writeFully(this.write, this.fd, record, this.journalBytes, `journal ${this.journalPath}`);
     } catch (error) {
       try {
         ftruncateSync(this.fd, this.journalBytes);
@@ -506,7 +516,7 @@ export class EmbeddedJournal {
         // second per 100,000 documents). Every buffer is written whole: a short write ignored here was renamed
         // into place, and the journals that still held the data were removed.
         const put = (buffer: Buffer) => {
-          writeFully(this.write, fd, buffer, `snapshot ${tmp}`);
+          writeFully(this.write, fd, buffer, bytes, `snapshot ${tmp}`);
           bytes += buffer.length;
         };
         put(Buffer.from(`${SNAPSHOT_HEADER}${next}\n`, 'latin1'));
@@ -702,7 +712,9 @@ export class EmbeddedJournal {
       }
     }
     appendTo ??= { path: join(this.dir, journalName(generation)), bytes: 0 };
-    this.fd = openSync(appendTo.path, 'a');
+    // Not 'a': on Linux a write at an explicit position to an O_APPEND descriptor goes to the end regardless, and
+    // the journal's writes name their position (writeFully). Created when missing (a new generation's journal).
+    this.fd = openSync(appendTo.path, fsConstants.O_WRONLY | fsConstants.O_CREAT);
     this.journalPath = appendTo.path;
     this.generation = generation;
     this.journalBytes = appendTo.bytes;

@@ -148,3 +148,84 @@ test("a grant revoked while the job runs stops it before its next lot, with the 
   const entry = audit.items.find((e) => e.target === `operation/${job.operationId}`);
   assert.deepEqual([entry?.outcome, entry?.reason], ['cancelled', `stopped: Pat Smith no longer holds Operator on ${EP}`]);
 });
+
+// Before, the reason was set on the job before the stop's receipt reads: a read that threw left the job running with
+// "stopped: ..." written on it, and a later operator's cancel was recorded (and audited) with that text.
+test("the receipt read failing at the stop leaves the job running without a reason; a later operator's cancel is recorded as the operator's", { timeout: 120_000 }, async () => {
+  const database = stack.store.database;
+  const given = await addGrant(database, { subjectKind: 'user', subject: 'oid-pat', role: 'Operator', endpointId: EP }, 'owner');
+  const ids = await seedFailed('unread', 3);
+  const docs = new PlatformDocs({ endpoint: stack.env.NIMBUS_COSMOS_ENDPOINT!, key: stack.env.NIMBUS_COSMOS_KEY!, database: stack.env.NIMBUS_COSMOS_DATABASE! });
+  const jobs = new JobStore(docs);
+  const rows = await freezeSelection(stack.store, { endpointId: EP, eventIds: ids }, { all: true });
+  const authority = grantedAuthority([{ role: 'Operator', endpointId: EP, source: `grant:${given.id}` }], await listGrants(database, { fresh: true }), 'Operator', [EP]);
+  // Ten a second: lots of one, the in-flight mark saved ahead of the cursor (to the last row), so the stop after the
+  // first lot reads the receipts of the rows between them.
+  const job = await jobs.create({ kind: 'resubmit', selection: { endpointId: EP, eventIds: ids }, rows, startedBy: 'Pat Smith', startedById: 'user:oid-pat', authority, ratePerSecond: 10 });
+  let lapsed = false;
+  let thrown = false;
+  // Once the lapse is seen, the stop's first receipt read does not answer (the store stopping).
+  const store = new Proxy(stack.store, {
+    get(target, name) {
+      const value: unknown = Reflect.get(target, name, target);
+      if (name === 'listAudits') {
+        return async (...args: Parameters<typeof target.listAudits>) => {
+          if (lapsed && !thrown) {
+            thrown = true;
+            throw new Error('simulated Cosmos 503 on the receipt read');
+          }
+          return target.listAudits(...args);
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const revoking = new RevokingAfterFirstLot(() => removeGrant(database, given.id));
+  const holder = new OperationsRunner({
+    store,
+    jobs,
+    leases: new LeaseStore(database),
+    manager: revoking,
+    scanEveryMs: 3_600_000,
+    concurrency: 1,
+    authorityLapsed: async (j) => {
+      const gone = lapsedEndpoints(j.authority!, await listGrants(database, { fresh: true }));
+      if (gone.length === 0) return null;
+      lapsed = true;
+      return lapseReason(j.startedBy, j.authority!.role, gone);
+    },
+  });
+  const finished: Job[] = [];
+  const next = new OperationsRunner({
+    store: stack.store,
+    jobs,
+    leases: new LeaseStore(database),
+    manager,
+    scanEveryMs: 3_600_000,
+    concurrency: 1,
+    onFinished: (j) => void finished.push(j),
+    // The grant given back: the next run goes on, until the operator cancels it.
+    authorityLapsed: async () => null,
+  });
+  try {
+    holder.kick();
+    await waitFor("the stop's receipt read to throw", async () => thrown, { timeoutMs: 60_000 });
+    await holder.stop(); // its run has ended: the job written as it stood, still running
+    const left = (await jobs.get(job.operationId))!;
+    assert.deepEqual([left.state, left.cursor, left.stoppedReason], ['running', 1, undefined], 'running, with no reason written on it');
+    await jobs.setControl(job.operationId, 'cancel', 'Olga Owner');
+    next.kick();
+    await waitFor('the job to end', async () => finished.length > 0, { timeoutMs: 60_000 });
+  } finally {
+    await holder.stop();
+    await next.stop();
+    await revoking.close();
+    docs.close();
+  }
+  const end = finished[0]!;
+  assert.deepEqual([end.state, end.stoppedReason], ['cancelled', undefined]);
+  await auditFinishedJob({ store: stack.store } as ConsoleContext, end);
+  const audit = await queryAudit(database, auditQuerySchema.parse({ action: 'operation.resubmit', pageSize: 50 }));
+  const entry = audit.items.find((e) => e.target === `operation/${job.operationId}`);
+  assert.deepEqual([entry?.outcome, entry?.reason], ['cancelled', 'cancelled'], "the operator's cancel, not the lapse");
+});

@@ -420,7 +420,7 @@ export class OperationsRunner {
      * receipt read: resume.test.ts, "a kept refusal's event then sent by the job"). Both are indexed from the cursor,
      * as the window is.
      */
-    const cancel = async (rows: readonly SelectedRow[] | undefined, own?: ReadonlyArray<StepOutcome | undefined>): Promise<void> => {
+    const cancel = async (rows: readonly SelectedRow[] | undefined, own?: ReadonlyArray<StepOutcome | undefined>, reason?: string): Promise<void> => {
       const kept = pausedLotOutcomes(job);
       const to = job.inFlightTo ?? 0;
       if (to > job.cursor) {
@@ -459,6 +459,10 @@ export class OperationsRunner {
         if (awaiting.length > 0) job.awaitingReceipt = awaiting;
       }
       delete job.pausedLot;
+      // The reason only with the cancelled state: set before the receipt reads, a read that threw wrote it on the job
+      // left running, and a job that went on carried "stopped: ..." into a later operator's cancel and its audit
+      // record (authority.test.ts, "the receipt read failing at the stop").
+      if (reason !== undefined) job.stoppedReason = reason;
       if ((await finish('cancelled')) && job.awaitingReceipt?.length) await this.#countLate(id, 'cancelled operation: late receipts of its former holder counted in it');
     };
 
@@ -569,9 +573,8 @@ export class OperationsRunner {
       if (job.authority && this.#o.authorityLapsed) {
         const lapsed = await this.#o.authorityLapsed(job).catch(() => null);
         if (lapsed !== null) {
-          job.stoppedReason = lapsed;
           log.warn({ operationId: id, cursor: job.cursor }, "operation stopped: its starter's role was revoked");
-          await cancel(rows);
+          await cancel(rows, undefined, lapsed);
           return;
         }
       }
