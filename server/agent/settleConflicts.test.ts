@@ -13,6 +13,7 @@ import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
 import type { Principal } from '../auth/principal.ts';
 import { CONTAINERS, statusRowId } from '../../lib/store/index.ts';
 import { AgentClient, AgentRequestError } from '../../packages/sdk/src/agentClient.ts';
+import { claimExpectation, claimWrite } from '../manager/manager.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -51,6 +52,21 @@ describe('a 409 to a handoff settlement', () => {
       assert.ok(err instanceof AgentRequestError, String(err));
       assert.deepEqual([err.status, err.code], [409, 'settled'], err.message);
     }
+  });
+
+  // An operator's resubmit of the pending handoff has claimed its row and is still being sent: the claim row is
+  // Pending with no subStatus, so the settlement was refused "not a pending handoff" tagged settled - serve dropped
+  // its result, and when the resubmit's send failed and its undo put the handoff back, the work ran again.
+  test('another command\'s claim still unsent over the handoff: the 409 does not say "settled"', async () => {
+    const h = await pendingHandoff('INV-claimed', 'S-claimed', Date.now() - 60_000);
+    const row = (await stack.store.listEventRows(EP, h.eventId))[0]!;
+    const claim = await stack.store.writeStatus(claimWrite({ kind: 'resubmit' }, row, row.lastMessageId, row.eventTypeId, row.payload), claimExpectation(row));
+    assert.equal(claim.outcome, 'written');
+    const agent = new AgentClient({ consoleUrl: 'http://127.0.0.1:3000', fetch: viaRoutes(), retry: { attempts: 1 } });
+    const err = await agent.complete({ endpointId: EP, eventId: h.eventId, messageId: h.lastMessageId }, { journal: 'J-1' }).then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof AgentRequestError, String(err));
+    assert.deepEqual([err.status, err.code], [409, undefined], err.message);
+    assert.match(err.detail, /a command is being sent for event INV-claimed/);
   });
 
   test('serve: a handoff whose sibling row no longer parses (409, not settled) keeps its result and is held out - the work runs once', async () => {

@@ -3,8 +3,8 @@
 // the endpoint's topic, where they reach the failed event's session. Pure builders, unit-tested without a broker.
 import { createHash } from 'node:crypto';
 import type { ServiceBusMessage } from '@azure/service-bus';
-import { encodeBody, eventBody, MessageType, Prop, SELF, toWireProperties } from '@nimbus/sdk/contract';
-import type { StatusRow } from '../../lib/store/index.ts';
+import { encodeBody, eventBody, MessageType, Prop, ResolutionStatus, SELF, toWireProperties } from '@nimbus/sdk/contract';
+import type { StatusRow, StatusRowSummary } from '../../lib/store/index.ts';
 
 export type CommandType =
   | typeof MessageType.ResubmissionRequest
@@ -51,6 +51,20 @@ export function commandMessageId(
     .update(JSON.stringify([type, row.endpointId, row.eventId, row.sessionId, answeredMessageId]))
     .digest('hex');
   return `${COMMAND_ID_PREFIX}${h.slice(0, 40)}`;
+}
+
+const MANAGER_COMMANDS: ReadonlySet<string> = new Set([
+  MessageType.ResubmissionRequest,
+  MessageType.SkipRequest,
+  MessageType.HandoffCompletedRequest,
+  MessageType.HandoffFailedRequest,
+]);
+
+/** Is `row` the Manager's own claim (not a later projection of something else)? */
+export function isManagerClaim(row: Pick<StatusRowSummary, 'status' | 'messageType' | 'from' | 'parentMessageId' | 'lastMessageId' | 'endpointId' | 'eventId' | 'sessionId'>): boolean {
+  if (row.status !== ResolutionStatus.Pending || row.messageType == null || !MANAGER_COMMANDS.has(row.messageType)) return false;
+  if (row.parentMessageId == null) return false;
+  return row.lastMessageId === commandMessageId(row.messageType as CommandType, row, row.parentMessageId);
 }
 
 /** Every Manager command's MessageId starts so (commandMessageId): a row's request named so was written by a command. */

@@ -35,7 +35,7 @@ import { sendCertainlyRefused } from '../subscriptions/sendOutcome.ts';
 import { conflict, HttpError, notFound } from '../http.ts';
 import { isSizeRefusal, requireSendableSize } from '../messageSize.ts';
 import { log } from '../log.ts';
-import { auditorFields, buildCommand, COMMAND_ID_PREFIX, commandMessageId, commandType, handedOffBy, originatingOf, type Auditor, type BuiltCommand, type CommandSpec } from './commands.ts';
+import { auditorFields, buildCommand, COMMAND_ID_PREFIX, commandMessageId, commandType, handedOffBy, isManagerClaim, originatingOf, type Auditor, type BuiltCommand, type CommandSpec } from './commands.ts';
 import { withSendSpan } from '@nimbus/sdk';
 import { limiter, type Limiter } from '../../lib/concurrency/limiter.ts';
 import { claimWasEdited, commandRecorded, type Asker, handoffMismatch, recordedHandoff, resubmitMismatch, rowSaysEdited, storedBeforeClaim, type StoredRequest } from './repeatConflict.ts';
@@ -232,7 +232,14 @@ export class Manager {
       const shown = seen === undefined ? rows : rows.filter((r) => r.lastMessageId === seen);
       if (shown.length === 0) throw conflict(CHANGED_SINCE_SEEN, CHANGED_SINCE_SEEN_CODE);
       const row = shown.find((r) => refusal(spec, r) === undefined);
-      if (!row) throw conflict(refusal(spec, shown[0]!) ?? 'the event does not allow this action', settledCode(spec, shown));
+      if (!row) {
+        const code = settledCode(spec, shown);
+        // Not settled while another command's claim is unsent: its send may fail and its undo (or Reconcile) put
+        // the handoff back, to be handed out and worked again - the agent must keep its result (no code).
+        if (code !== undefined && (await this.#unsentClaim(rows)))
+          throw conflict(`a command is being sent for event ${eventId}; nothing was sent - try again`);
+        throw conflict(refusal(spec, shown[0]!) ?? 'the event does not allow this action', code);
+      }
 
       const answered = row.lastMessageId;
       let eventTypeId = row.eventTypeId;
@@ -519,6 +526,20 @@ export class Manager {
   }
 
   /** Is `row` already claimed by this command (a repeated click, a retry by a script)? */
+  /**
+   * Whether one of `rows` is a Manager claim whose command is not known sent: no "sent" receipt, and not recorded
+   * by the Resolver (point reads by the command's id, as #repeat reads them). Asked only for a refused settlement.
+   */
+  async #unsentClaim(rows: readonly StatusRow[]): Promise<boolean> {
+    for (const row of rows) {
+      if (!isManagerClaim(row)) continue;
+      if (await this.#store.getAudit(row.eventId, row.lastMessageId)) continue;
+      if (commandRecorded(await this.#store.getHistory(row.eventId, row.lastMessageId), row)) continue;
+      return true;
+    }
+    return false;
+  }
+
   #isClaimBy(type: string, spec: CommandSpec, row: StatusRow): boolean {
     if (row.status !== ResolutionStatus.Pending || row.messageType !== type || row.parentMessageId == null) return false;
     if ((spec.kind === 'handoffComplete' || spec.kind === 'handoffFail') && spec.messageId !== row.parentMessageId)
@@ -742,7 +763,8 @@ function payloadProblem(entry: HistoryEntry): string | undefined {
 
 /**
  * HANDOFF_SETTLED_CODE for a handoff settlement refused while none of `rows` is a pending handoff (settled, or
- * resolved otherwise); undefined for other commands, and while a handoff is pending under another message.
+ * resolved otherwise); undefined for other commands, and while a handoff is pending under another message. The
+ * caller withholds it while another command's claim is unsent (#unsentClaim; settleConflicts.test.ts).
  */
 function settledCode(spec: CommandSpec, rows: readonly StatusRow[]): string | undefined {
   return (spec.kind === 'handoffComplete' || spec.kind === 'handoffFail') && !rows.some(isHandoff) ? HANDOFF_SETTLED_CODE : undefined;

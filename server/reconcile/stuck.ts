@@ -36,7 +36,7 @@ import { AuditType, type HistoryEntry, type MessageStore, type StatusRow, type S
 import { deliveredPayload } from '../../lib/store/deliveredPayload.ts';
 import { log } from '../log.ts';
 import { CLAIM_GRACE_MS, type Manager } from '../manager/manager.ts';
-import { commandMessageId, type CommandType } from '../manager/commands.ts';
+import { isManagerClaim } from '../manager/commands.ts';
 import { specOfClaim } from '../manager/manager.ts';
 import { commandRecorded } from '../manager/repeatConflict.ts';
 import { answersOnce, isAnswer, isLaterResponse, isSettling, isStateBearing, laterResponsesOnce, type LaterResponses, type RowAnswers } from './answers.ts';
@@ -45,13 +45,6 @@ import { inHistoryOrder } from '../historyOrder.ts';
 
 /** How long a recorded control request may wait for its answer before Reconcile calls it unanswered. */
 export const UNANSWERED_GRACE_MS = 10 * 60_000;
-
-const MANAGER_COMMANDS: ReadonlySet<string> = new Set([
-  MessageType.ResubmissionRequest,
-  MessageType.SkipRequest,
-  MessageType.HandoffCompletedRequest,
-  MessageType.HandoffFailedRequest,
-]);
 
 export type RepairAction = 'resend' | 'restore';
 
@@ -250,12 +243,9 @@ export function rowFromEntry(current: StatusRow, entry: HistoryEntry): StatusRow
   };
 }
 
-/** Is `row` the Manager's own claim (not a later projection of something else)? */
-export function isManagerClaim(row: Pick<StatusRowSummary, 'status' | 'messageType' | 'from' | 'parentMessageId' | 'lastMessageId' | 'endpointId' | 'eventId' | 'sessionId'>): boolean {
-  if (row.status !== ResolutionStatus.Pending || row.messageType == null || !MANAGER_COMMANDS.has(row.messageType)) return false;
-  if (row.parentMessageId == null) return false;
-  return row.lastMessageId === commandMessageId(row.messageType as CommandType, row, row.parentMessageId);
-}
+// isManagerClaim lives beside commandMessageId (manager/commands.ts): the Manager asks it too (a settlement refused
+// while another command's claim is unsent is not "settled"), and manager.ts importing this file would be a cycle.
+export { isManagerClaim };
 
 /** The row a finding is about, and the version a repair of it is conditional on (stale, stuck and unreadable rows). */
 export function findingRow(row: StatusRowSummary): Pick<StuckRow, 'endpointId' | 'eventId' | 'sessionId' | 'eventTypeId' | 'rowMessageId' | 'rowMessageType' | 'rowUpdatedAt'> {

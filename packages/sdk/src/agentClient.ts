@@ -346,7 +346,7 @@ export class AgentClient {
     if (result === null) return leaveHoldMs;
     // The handoff's ids last, so they win: a result that carries its own (an external system's messageId, spread in
     // by the work) sent the settlement to another message - refused 409 and, taken as settled, the result dropped.
-    const input = { ...result, endpointId: h.endpointId, eventId: h.eventId, messageId: h.messageId } as AgentSettleInput;
+    let input = { ...result, endpointId: h.endpointId, eventId: h.eventId, messageId: h.messageId } as AgentSettleInput;
     for (let attempt = 1; !signal.aborted; attempt++) {
       let alreadySettled = false;
       let conflictDetail: string | undefined;
@@ -354,6 +354,23 @@ export class AgentClient {
         await this.settle(input, { signal });
       } catch (err) {
         if (signal.aborted) return undefined;
+        if (err instanceof AgentRequestError && err.status === 413) {
+          // Too large is too large on every attempt, and the work is done: it must not run again. A completion is
+          // settled as failed with a short text saying so, which the console shows (the event Failed, its session
+          // waiting for an operator who reads that the work ran). Before, the 413 held the handoff out with its
+          // result dropped, and after the hold the work ran again - every 10 minutes, for ever.
+          hooks.error(err, { stage: 'settle', eventId: h.eventId });
+          if (result.outcome === 'completed') {
+            result = { outcome: 'failed', errorText: tooLargeText(err.detail, input), errorType: RESULT_TOO_LARGE };
+            input = { ...result, endpointId: h.endpointId, eventId: h.eventId, messageId: h.messageId };
+            continue;
+          }
+          // A failure too large (only a broker with a smaller limit than the console's): nothing shorter to send.
+          // Kept and held out like a 409 that is not settled: when the handoff comes back it is sent again, the
+          // work not run again.
+          kept.keep(h, result);
+          return REFUSAL_HOLD_MS;
+        }
         if (err instanceof AgentRequestError && err.status === 409 && err.code !== SETTLED_CODE) {
           // A 409 that does not say settled: the event's rows cannot be read whole, a claim is under way, it "kept
           // changing", or another handoff of the event is pending. Not settled, so the result is kept and the
@@ -535,6 +552,19 @@ function afterSettleFailure(err: unknown, attempt: number): 'retry' | 'hold' | '
   // Answered 2xx but unreadable: the settlement may well have landed, which another attempt finds out (409); a few.
   if (err.status >= 200 && err.status < 300 && attempt < UNREADABLE_SETTLE_ATTEMPTS) return 'retry';
   return 'hold';
+}
+
+/** The errorType of a completion settled as failed because the console refused its result as too large (413). */
+export const RESULT_TOO_LARGE = 'ResultTooLarge';
+
+/**
+ * The failure text for a completion refused as too large: its size and the limit from the console's detail when it
+ * names them ("N bytes as sent; at most M bytes"), else the settlement's size as this client encoded it.
+ */
+function tooLargeText(detail: string, input: AgentSettleInput): string {
+  const sent = /(\d+) bytes as sent/.exec(detail)?.[1] ?? String(new TextEncoder().encode(JSON.stringify(input)).length);
+  const limit = /at most (\d+) bytes/.exec(detail)?.[1];
+  return `result too large (${sent} bytes > ${limit === undefined ? "the broker's limit" : `${limit} bytes`}); the work was done, its result was not recorded`;
 }
 
 /** The agent's token is at fault: the provider gave none, or the console refused the one it gave (401). */

@@ -486,6 +486,55 @@ test('a settlement answered 409 without the "settled" code keeps its result: hel
   }
 });
 
+test('a settlement answered 413 (its result too large) is settled as failed with a short text saying so: the work runs once', async () => {
+  // Too large is too large on every attempt. Before, a 413 held the handoff out for 10 minutes with its result
+  // dropped: it was then handed out again and the work - a side-effecting import - ran again, and again, for ever.
+  // The clock is mocked (Date only) so that, on the old code, the hold ends and the second run shows.
+  mock.timers.enable({ apis: ['Date'], now: Date.now() });
+  const detail = 'the settlement (its result or text, as the command carries it) is 300000 bytes as sent; at most 245760 bytes are (Service Bus\'s 256 KB message limit, less 16 KB for the message\'s headers and properties); nothing was sent - send a smaller one, e.g. a reference to where the data is';
+  const console_ = await startConsole(['evt-a'], (r) => {
+    if (r.path === '/api/agent/settle') return (r.body as { outcome: string }).outcome === 'completed' ? { status: 413, body: JSON.stringify({ error: 'too large', detail }) } : undefined;
+    return excluded(r).has('evt-a') ? { status: 204 } : undefined;
+  });
+  const heldOut = console_.next((r) => r.path === '/api/agent/receive' && excluded(r).has('evt-a'));
+  const settled = signals();
+  const errors: Array<{ stage: string; error: unknown }> = [];
+  let seen: unknown[] = [];
+  let worked = 0;
+  try {
+    const loop = serveUntil(
+      console_.url,
+      {
+        concurrency: 1,
+        onError: (error, at) => errors.push({ stage: at.stage, error }),
+        onSettled: (h, outcome, already) => {
+          seen = [h.eventId, outcome, already];
+          settled.fire('settled');
+        },
+      },
+      async () => {
+        // Bounded on the old code, where the handoff came back after its hold and was worked again.
+        if (++worked >= 2) settled.fire('worked twice');
+        return { outcome: 'completed', result: { journal: 'J-1' } };
+      },
+      settled.fired,
+    );
+    await Promise.race([settled.fired, heldOut]);
+    mock.timers.tick(REFUSAL_HOLD_MS + 1);
+    assert.deepEqual(await loop, { ended: 'stopped' });
+    assert.equal(worked, 1, 'the work ran once');
+    const settles = console_.requests.filter((r) => r.path === '/api/agent/settle').map((r) => r.body as { outcome: string; errorText?: string; errorType?: string });
+    assert.deepEqual(settles.map((b) => b.outcome), ['completed', 'failed']);
+    assert.match(settles[1]!.errorText!, /^result too large \(300000 bytes > 245760 bytes\); the work was done/);
+    assert.equal(settles[1]!.errorType, 'ResultTooLarge');
+    assert.deepEqual(seen, ['evt-a', 'failed', false]);
+    assert.deepEqual(errors.map((e) => [e.stage, (e.error as AgentRequestError).status]), [['settle', 413]], 'reported to onError once');
+  } finally {
+    mock.timers.reset();
+    await console_.close();
+  }
+});
+
 test('the handoff\'s ids win over a work result that carries its own: the settlement goes to the handoff received', async () => {
   // A result spread from an external system's answer ({ messageId: 'ext-77', ... }) overwrote the handoff's messageId:
   // the console refused the settlement (409, not the event's pending handoff) and the result was dropped.

@@ -58,6 +58,7 @@ export {
   AgentClient,
   AgentRequestError,
   createAgentClient,
+  RESULT_TOO_LARGE,
   SETTLED_CODE,
   type AgentCatalog,
   type AgentClientOptions,
