@@ -2,11 +2,12 @@
 // (outage.test.ts, denied.test.ts): a harness whose store is behind a fault proxy, and a console store of its own
 // that reaches Cosmos directly, so only the Resolver meets the faults and /api/ready reports the Resolver's word.
 import { randomUUID } from 'node:crypto';
+import { closeSteps } from '../lib/concurrency/closeSteps.ts';
 import { createStore } from '../lib/store/index.ts';
 import type { FaultProxy } from '../lib/store/testing/faultProxy.ts';
 import type { ConsoleContext } from '../server/context.ts';
 import { checkReady, type Readiness } from '../server/ready.ts';
-import { ResolverHarness } from './testHarness.ts';
+import { CLOSE_STEP_BOUND_MS, ResolverHarness } from './testHarness.ts';
 
 export interface StoreFaultHarness {
   harness: ResolverHarness;
@@ -28,9 +29,15 @@ export async function startStoreFaultHarness(): Promise<StoreFaultHarness> {
     harness,
     proxy,
     ready: () => checkReady({ store: direct, serviceBus: { admin: harness.clients.admin } } as unknown as ConsoleContext),
-    close: async () => {
-      await direct.close();
-      await harness.close();
-    },
+    // Both run, each bounded, whatever the other does; the error names the step (closeSteps).
+    close: () =>
+      closeSteps(
+        [
+          { name: 'console store close', run: () => direct.close() },
+          { name: 'harness close', run: () => harness.close() },
+        ],
+        // The harness bounds each of its own steps; this bound only has to outlast all of them.
+        CLOSE_STEP_BOUND_MS * 8,
+      ),
   };
 }

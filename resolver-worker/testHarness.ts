@@ -11,6 +11,7 @@ import { encodeBody, eventBody, Prop, SELF, Topic, type Catalog, type MessageTyp
 import { createServiceBusClients, type ServiceBusClients } from '@nimbus/sdk/servicebus';
 import { createStore, startEmbeddedCosmos, type EmbeddedCosmos, type MessageStore } from '../lib/store/index.ts';
 import { startFaultProxy, type FaultProxy } from '../lib/store/testing/faultProxy.ts';
+import { closeSteps, type CloseStep } from '../lib/concurrency/closeSteps.ts';
 import { deriveTopology, provisionTopology } from '@nimbus/sdk/topology';
 import { startResolver, type ResolverHandle, type ResolverOptions, type SettledEvent } from './index.ts';
 
@@ -205,18 +206,36 @@ export class ResolverHarness {
     }
   }
 
-  async close(): Promise<void> {
-    for (const r of this.resolvers.reverse()) await r.stop().catch(() => undefined);
-    await this.#sender?.close().catch(() => undefined);
-    // The emulator first: a receiver attach still pending in acceptNextSession holds a 60 s timer in rhea-promise
-    // that a clean client close does not clear, but a dropped connection does.
-    await this.emulator.close();
-    await this.clients.close().catch(() => undefined);
-    await this.store.close().catch(() => undefined);
-    await this.#proxy?.close();
-    await this.cosmos.close();
+  /**
+   * Closes every part, each step bounded by `stepBoundMs` and run even when an earlier one threw or hung, then
+   * throws naming the steps that did (closeSteps): a step that hung used to hold the servers after it open, and
+   * the test file then never ended.
+   */
+  async close(stepBoundMs = CLOSE_STEP_BOUND_MS): Promise<void> {
+    const steps: CloseStep[] = this.resolvers.reverse().map((r, i) => ({ name: `resolver ${i} stop`, run: () => r.stop() }));
+    await closeSteps(
+      [
+        ...steps,
+        { name: 'sender close', run: () => this.#sender?.close() },
+        // The emulator first: a receiver attach still pending in acceptNextSession holds a 60 s timer in rhea-promise
+        // that a clean client close does not clear, but a dropped connection does.
+        { name: 'emulator close', run: () => this.emulator.close() },
+        { name: 'Service Bus clients close', run: () => this.clients.close() },
+        { name: 'store close', run: () => this.store.close() },
+        { name: 'fault proxy close', run: () => this.#proxy?.close() },
+        { name: 'Cosmos close', run: () => this.cosmos.close() },
+      ],
+      stepBoundMs,
+    );
   }
 }
+
+/**
+ * How long one step of a harness's close may take before it is named and given up. Far above what each needs (a
+ * Resolver's stop is bounded at 5 s + 3 s, the store's close at a few 5 s budgets), far below the runner's 20-minute
+ * file time-out.
+ */
+export const CLOSE_STEP_BOUND_MS = 60_000;
 
 export const orderBody = (payload: Record<string, unknown>): string => eventBody('OrderPlaced', payload);
 export const errorBody = (text: string, type = 'Error'): string =>
