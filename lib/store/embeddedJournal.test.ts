@@ -255,6 +255,39 @@ function smallDisk(): { room: number; write: JournalWrite } {
   return disk;
 }
 
+/**
+ * The full-disk round of the two cut-back tests, on a server writing through `disk` to `journal` in `dir`: a write
+ * of which only part fits is refused (503) and its partial record cut back; with space back, two later writes are
+ * acknowledged; a server on a copy of the folder (as after a crash) cuts nothing off at its start and holds `ids`.
+ */
+async function fullDiskRefusesThenLaterWritesSurvive(
+  dir: string,
+  disk: ReturnType<typeof smallDisk>,
+  c: Container,
+  journal: string,
+  ids: string[],
+): Promise<void> {
+  const size = statSync(journal).size;
+  // Part of the next record fits, then the disk is full (a short write, then ENOSPC).
+  disk.room = 30;
+  await assert.rejects(c.items.upsert({ id: 'full', pk: 'p', n: 1, pad: 'y'.repeat(2000) }), (e: { code?: unknown }) => {
+    assert.equal(e.code, 503, 'not acknowledged');
+    return true;
+  });
+  assert.equal(statSync(journal).size, size, 'the partial record is cut back');
+  // Space comes back: later writes are acknowledged, and the refused change, kept pending (it is in memory), is
+  // written with them.
+  disk.room = Number.POSITIVE_INFINITY;
+  await c.items.upsert({ id: 'after-1', pk: 'p', n: 2 });
+  await c.items.upsert({ id: 'after-2', pk: 'p', n: 3 });
+  // As after a crash: a server on a copy of the folder.
+  const copy = dataDir();
+  cpSync(dir, copy, { recursive: true });
+  const again = await start(copy);
+  assert.equal(again.recovery?.truncated, undefined, 'nothing cut off at the start: no partial record in the journal');
+  assert.deepEqual((await all(await container(again.endpoint, again.key))).map((r) => r.id), ids);
+}
+
 /** A start expected to fail; should it start after all, the server is closed at the end, not left running. */
 function startNoLeak(dir: string): Promise<EmbeddedCosmos> {
   return startEmbeddedCosmos({ port: 0, dataDir: dir }).then((c) => {
@@ -295,28 +328,7 @@ test('a write the disk cannot take whole is a 503, cut back from the journal; la
   const c1 = await container(first.endpoint, first.key);
   await c1.items.create({ id: 'before', pk: 'p', n: 0 });
   const journal = join(dir, readdirSync(dir).find((f) => f.startsWith('journal-'))!);
-  const size = statSync(journal).size;
-  // Part of the next record fits, then the disk is full (a short write, then ENOSPC).
-  disk.room = 30;
-  await assert.rejects(c1.items.upsert({ id: 'full', pk: 'p', n: 1, pad: 'y'.repeat(2000) }), (e: { code?: unknown }) => {
-    assert.equal(e.code, 503, 'not acknowledged');
-    return true;
-  });
-  assert.equal(statSync(journal).size, size, 'the partial record is cut back');
-  // Space comes back: later writes are acknowledged, and the refused change, kept pending (it is in memory), is
-  // written with them.
-  disk.room = Number.POSITIVE_INFINITY;
-  await c1.items.upsert({ id: 'after-1', pk: 'p', n: 2 });
-  await c1.items.upsert({ id: 'after-2', pk: 'p', n: 3 });
-  // As after a crash: a server on a copy of the folder.
-  const copy = dataDir();
-  cpSync(dir, copy, { recursive: true });
-  const again = await start(copy);
-  assert.equal(again.recovery?.truncated, undefined, 'no partial record in the journal');
-  assert.deepEqual(
-    (await all(await container(again.endpoint, again.key))).map((r) => r.id),
-    ['after-1', 'after-2', 'before', 'full'],
-  );
+  await fullDiskRefusesThenLaterWritesSurvive(dir, disk, c1, journal, ['after-1', 'after-2', 'before', 'full']);
 });
 
 test('after a compaction, a write the disk cannot take whole is cut back and later acknowledged writes survive', async () => {
@@ -334,24 +346,7 @@ test('after a compaction, a write the disk cannot take whole is cut back and lat
     await new Promise((resolve) => setImmediate(resolve));
   const journal = join(dir, readdirSync(dir).find((f) => f.startsWith('journal-'))!);
   assert.notEqual(journal, join(dir, 'journal-00000000.ndjson'), 'appends go to the new generation');
-  const size = statSync(journal).size;
-  disk.room = 30;
-  await assert.rejects(c1.items.upsert({ id: 'full', pk: 'p', n: 1, pad: 'y'.repeat(2000) }), (e: { code?: unknown }) => {
-    assert.equal(e.code, 503, 'not acknowledged');
-    return true;
-  });
-  assert.equal(statSync(journal).size, size, 'the partial record is cut back');
-  disk.room = Number.POSITIVE_INFINITY;
-  await c1.items.upsert({ id: 'after-1', pk: 'p', n: 2 });
-  await c1.items.upsert({ id: 'after-2', pk: 'p', n: 3 });
-  const copy = dataDir();
-  cpSync(dir, copy, { recursive: true });
-  const again = await start(copy);
-  assert.equal(again.recovery?.truncated, undefined, 'nothing cut off at the start');
-  assert.deepEqual(
-    (await all(await container(again.endpoint, again.key))).map((r) => r.id),
-    ['after-1', 'after-2', 'big', 'full'],
-  );
+  await fullDiskRefusesThenLaterWritesSurvive(dir, disk, c1, journal, ['after-1', 'after-2', 'big', 'full']);
   assert.equal(readFileSync(journal).indexOf(0), -1, 'no zero bytes in the journal');
 });
 
