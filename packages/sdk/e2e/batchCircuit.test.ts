@@ -4,23 +4,16 @@
 // stayed Pending. Now they take the SDK's budget path: an ErrorResponse to the Resolver, then the SDK's own dead-letter.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MessageType } from '@nimbus/sdk/contract';
 import { CircuitBreaker, HandlerRegistry } from '@nimbus/sdk';
-import { customerBody, eventually, storyOf, withHarness } from './harness.ts';
+import { eventually, storyOf, withHarness } from './harness.ts';
+import { deadLettersOfTwo, sendThreeInSession, setDeliveryBudget } from './testing/batchSession.ts';
 
 describe('the circuit opens under a batch', () => {
   test('the rest on its last delivery is answered MaxDeliveryCountExceeded and dead-lettered by the SDK, not silently by the broker', async () => {
     await withHarness(async (h) => {
       // A budget of two deliveries, so one delivery spent by the test puts every message on its last.
-      const sub = await h.clients.admin.getSubscription('crm', 'crm');
-      await h.clients.admin.updateSubscription({ ...sub, maxDeliveryCount: 2 });
-      for (const n of [1, 2, 3]) {
-        await h.send('crm', {
-          sessionId: 'S-1',
-          body: customerBody({ customerId: 'S-1', n }),
-          props: { To: 'crm', From: 'shop', MessageType: MessageType.EventRequest, EventId: `ev-${n}`, EventTypeId: 'CustomerUpdated' },
-        });
-      }
+      await setDeliveryBudget(h, 2);
+      await sendThreeInSession(h);
       // The first delivery of each: received and given back with the session (the broker counts it).
       const receiver = await h.client.acceptSession('crm', 'crm', 'S-1');
       const first = await eventually(async () => {
@@ -55,10 +48,8 @@ describe('the circuit opens under a batch', () => {
       }
       assert.deepEqual(handled, [1], 'no handler runs after the circuit opened');
       assert.deepEqual(results, ['handlerFailed', 'deadLettered', 'deadLettered']);
-      const dead = await h.awaitDeadLetters('crm', 'crm');
-      while (dead.length < 2) dead.push(...(await h.deadLetters('crm', 'crm', 10, 500)));
       assert.deepEqual(
-        dead.map((m) => [m.applicationProperties?.EventId, m.deadLetterReason, m.deadLetterErrorDescription]),
+        await deadLettersOfTwo(h),
         [
           ['ev-2', 'MaxDeliveryCountExceeded', 'Delivery 2 of 2 was cancelled: endpoint circuit opened'],
           ['ev-3', 'MaxDeliveryCountExceeded', 'Delivery 2 of 2 was cancelled: endpoint circuit opened'],

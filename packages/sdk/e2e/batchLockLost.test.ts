@@ -5,21 +5,15 @@
 // once.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MessageType } from '@nimbus/sdk/contract';
 import { HandlerRegistry } from '@nimbus/sdk';
 import type { PipelineBehavior } from '@nimbus/sdk';
-import { customerBody, eventually, storyOf, withHarness } from './harness.ts';
+import { eventually, storyOf, withHarness } from './harness.ts';
+import { sendThreeInSession } from './testing/batchSession.ts';
 
 describe('a session lock lost under a batch', () => {
   test('the rest of the batch runs no handler under the lost lock: each event is handled once', async () => {
     await withHarness(async (h) => {
-      for (const n of [1, 2, 3]) {
-        await h.send('crm', {
-          sessionId: 'S-1',
-          body: customerBody({ customerId: 'S-1', n }),
-          props: { To: 'crm', From: 'shop', MessageType: MessageType.EventRequest, EventId: `ev-${n}`, EventTypeId: 'CustomerUpdated' },
-        });
-      }
+      await sendThreeInSession(h);
       const source = { topic: 'crm', subscription: 'crm' };
       // After ev-1 settled, its delivery goes on until the broker has taken the session lock back (renewal is off, the
       // harness's lock is 5 s): the broker's own answer is the signal, not a sleep.

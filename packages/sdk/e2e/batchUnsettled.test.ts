@@ -5,24 +5,17 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Long from 'long';
-import { MessageType } from '@nimbus/sdk/contract';
 import { HandlerRegistry, TransientError } from '@nimbus/sdk';
-import { customerBody, eventually, storyOf, withHarness } from './harness.ts';
+import { eventually, storyOf, withHarness } from './harness.ts';
+import { deadLettersOfTwo, sendThreeInSession, setDeliveryBudget } from './testing/batchSession.ts';
 
 describe('the rest of a batch behind a delivery left unsettled (circuit closed)', () => {
   test('the rest on its last delivery is answered MaxDeliveryCountExceeded and dead-lettered by the SDK, not silently by the broker', async () => {
     await withHarness(async (h) => {
       // A budget of three deliveries: the test spends one of ev-1's and two of ev-2's and ev-3's, so ev-1 has one
       // left and the two behind it are on their last.
-      const sub = await h.clients.admin.getSubscription('crm', 'crm');
-      await h.clients.admin.updateSubscription({ ...sub, maxDeliveryCount: 3 });
-      for (const n of [1, 2, 3]) {
-        await h.send('crm', {
-          sessionId: 'S-1',
-          body: customerBody({ customerId: 'S-1', n }),
-          props: { To: 'crm', From: 'shop', MessageType: MessageType.EventRequest, EventId: `ev-${n}`, EventTypeId: 'CustomerUpdated' },
-        });
-      }
+      await setDeliveryBudget(h, 3);
+      await sendThreeInSession(h);
       const receiver = await h.client.acceptSession('crm', 'crm', 'S-1');
       await eventually(async () => ((await receiver.peekMessages(10)).length === 3 ? true : undefined), 'the three messages to be in the session');
       const take = async (n: number) => {
@@ -68,10 +61,8 @@ describe('the rest of a batch behind a delivery left unsettled (circuit closed)'
       }
       assert.deepEqual(handled, ['ev-1', 'ev-1'], 'no handler runs for the two behind ev-1');
       assert.deepEqual(results, ['transient', 'deadLettered', 'deadLettered', 'completed']);
-      const dead = await h.awaitDeadLetters('crm', 'crm');
-      while (dead.length < 2) dead.push(...(await h.deadLetters('crm', 'crm', 10, 500)));
       assert.deepEqual(
-        dead.map((m) => [m.applicationProperties?.EventId, m.deadLetterReason, m.deadLetterErrorDescription]),
+        await deadLettersOfTwo(h),
         [
           ['ev-2', 'MaxDeliveryCountExceeded', description],
           ['ev-3', 'MaxDeliveryCountExceeded', description],
