@@ -5,9 +5,7 @@
 // emulator, embedded Cosmos, real grants container); the recording and lapse rules as pure functions.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MessageType as T } from '@nimbus/sdk/contract';
 import { LeaseStore } from '../../lib/store/index.ts';
-import { msg } from '../../lib/store/testing/fixtures.ts';
 import { queryAudit, auditQuerySchema } from '../audit/auditLog.ts';
 import type { ConsoleContext } from '../context.ts';
 import { auditFinishedJob } from './service.ts';
@@ -21,6 +19,8 @@ import { OperationsRunner } from './runner.ts';
 import { freezeSelection } from './selection.ts';
 import { grantedAuthority, lapsedEndpoints, lapseReason } from './authority.ts';
 import { waitFor } from '../../lib/testing/waitFor.ts';
+import { seedFailedEvents } from './testing/failedEvents.ts';
+import { beforeReceiptRead, receiptReadFails } from './testing/receiptReads.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const EP = 'billingendpoint';
@@ -76,15 +76,20 @@ after(async () => {
   await stack?.close();
 });
 
-/** `n` Failed events `prefix-i`, as the Resolver records them (resume.test.ts). */
-async function seedFailed(prefix: string, n: number): Promise<string[]> {
-  const ids = Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
-  for (const [i, eventId] of ids.entries()) {
-    const request = msg(T.EventRequest, { endpointId: EP, eventId, sessionId: `S-${prefix}-${i}`, eventTypeId: 'OrderPlaced', payload: { i } });
-    const error = msg(T.ErrorResponse, { endpointId: EP, eventId, sessionId: `S-${prefix}-${i}`, parentMessageId: request.messageId, errorType: 'E', errorText: `boom ${i}` });
-    for (const m of [request, error]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
-  }
-  return ids;
+/**
+ * Pat's resubmit job over three Failed events `prefix-i`, started on an Operator grant on EP alone (given here, so a
+ * test can revoke it), with the authority recorded from that grant; `docs` is the caller's to close.
+ */
+async function jobOnGrant(prefix: string, ratePerSecond: number) {
+  const database = stack.store.database;
+  const given = await addGrant(database, { subjectKind: 'user', subject: 'oid-pat', role: 'Operator', endpointId: EP }, 'owner');
+  const ids = await seedFailedEvents(stack.store, EP, prefix, 3);
+  const docs = new PlatformDocs({ endpoint: stack.env.NIMBUS_COSMOS_ENDPOINT!, key: stack.env.NIMBUS_COSMOS_KEY!, database: stack.env.NIMBUS_COSMOS_DATABASE! });
+  const jobs = new JobStore(docs);
+  const rows = await freezeSelection(stack.store, { endpointId: EP, eventIds: ids }, { all: true });
+  const authority = grantedAuthority([{ role: 'Operator', endpointId: EP, source: `grant:${given.id}` }], await listGrants(database, { fresh: true }), 'Operator', [EP]);
+  const job = await jobs.create({ kind: 'resubmit', selection: { endpointId: EP, eventIds: ids }, rows, startedBy: 'Pat Smith', startedById: 'user:oid-pat', authority, ratePerSecond });
+  return { database, given, ids, docs, jobs, authority, job };
 }
 
 /** Revokes the grant right after the first lot: the revocation lands while the job runs, between its lots. */
@@ -101,15 +106,8 @@ class RevokingAfterFirstLot extends Manager {
 }
 
 test("a grant revoked while the job runs stops it before its next lot, with the reason on the job and its audit record", { timeout: 120_000 }, async () => {
-  const database = stack.store.database;
-  const given = await addGrant(database, { subjectKind: 'user', subject: 'oid-pat', role: 'Operator', endpointId: EP }, 'owner');
-  const ids = await seedFailed('revoked', 3);
-  const docs = new PlatformDocs({ endpoint: stack.env.NIMBUS_COSMOS_ENDPOINT!, key: stack.env.NIMBUS_COSMOS_KEY!, database: stack.env.NIMBUS_COSMOS_DATABASE! });
-  const jobs = new JobStore(docs);
-  const rows = await freezeSelection(stack.store, { endpointId: EP, eventIds: ids }, { all: true });
-  const authority = grantedAuthority([{ role: 'Operator', endpointId: EP, source: `grant:${given.id}` }], await listGrants(database, { fresh: true }), 'Operator', [EP]);
+  const { database, given, ids, docs, jobs, authority, job } = await jobOnGrant('revoked', 0);
   assert.ok(authority, 'recorded: the role rests on the grant alone');
-  const job = await jobs.create({ kind: 'resubmit', selection: { endpointId: EP, eventIds: ids }, rows, startedBy: 'Pat Smith', startedById: 'user:oid-pat', authority, ratePerSecond: 0 });
 
   const revoking = new RevokingAfterFirstLot(() => removeGrant(database, given.id));
   const finished: Job[] = [];
@@ -152,33 +150,17 @@ test("a grant revoked while the job runs stops it before its next lot, with the 
 // Before, the reason was set on the job before the stop's receipt reads: a read that threw left the job running with
 // "stopped: ..." written on it, and a later operator's cancel was recorded (and audited) with that text.
 test("the receipt read failing at the stop leaves the job running without a reason; a later operator's cancel is recorded as the operator's", { timeout: 120_000 }, async () => {
-  const database = stack.store.database;
-  const given = await addGrant(database, { subjectKind: 'user', subject: 'oid-pat', role: 'Operator', endpointId: EP }, 'owner');
-  const ids = await seedFailed('unread', 3);
-  const docs = new PlatformDocs({ endpoint: stack.env.NIMBUS_COSMOS_ENDPOINT!, key: stack.env.NIMBUS_COSMOS_KEY!, database: stack.env.NIMBUS_COSMOS_DATABASE! });
-  const jobs = new JobStore(docs);
-  const rows = await freezeSelection(stack.store, { endpointId: EP, eventIds: ids }, { all: true });
-  const authority = grantedAuthority([{ role: 'Operator', endpointId: EP, source: `grant:${given.id}` }], await listGrants(database, { fresh: true }), 'Operator', [EP]);
   // Ten a second: lots of one, the in-flight mark saved ahead of the cursor (to the last row), so the stop after the
   // first lot reads the receipts of the rows between them.
-  const job = await jobs.create({ kind: 'resubmit', selection: { endpointId: EP, eventIds: ids }, rows, startedBy: 'Pat Smith', startedById: 'user:oid-pat', authority, ratePerSecond: 10 });
+  const { database, given, docs, jobs, job } = await jobOnGrant('unread', 10);
   let lapsed = false;
   let thrown = false;
   // Once the lapse is seen, the stop's first receipt read does not answer (the store stopping).
-  const store = new Proxy(stack.store, {
-    get(target, name) {
-      const value: unknown = Reflect.get(target, name, target);
-      if (name === 'listAudits') {
-        return async (...args: Parameters<typeof target.listAudits>) => {
-          if (lapsed && !thrown) {
-            thrown = true;
-            throw new Error('simulated Cosmos 503 on the receipt read');
-          }
-          return target.listAudits(...args);
-        };
-      }
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
+  const store = beforeReceiptRead(stack.store, () => {
+    if (lapsed && !thrown) {
+      thrown = true;
+      receiptReadFails();
+    }
   });
   const revoking = new RevokingAfterFirstLot(() => removeGrant(database, given.id));
   const holder = new OperationsRunner({

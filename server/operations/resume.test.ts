@@ -36,6 +36,8 @@ import { JobStore, type Job } from './jobs.ts';
 import { LEASE_TTL_MS, OperationsRunner } from './runner.ts';
 import { freezeSelection } from './selection.ts';
 import { waitFor } from '../../lib/testing/waitFor.ts';
+import { seedFailedEvents } from './testing/failedEvents.ts';
+import { beforeReceiptRead, receiptReadFails } from './testing/receiptReads.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const EP = 'billingendpoint';
@@ -67,16 +69,8 @@ function jobStore<J extends JobStore>(make: (docs: PlatformDocs) => J): J {
   return make(new PlatformDocs({ endpoint: stack.env.NIMBUS_COSMOS_ENDPOINT!, key: stack.env.NIMBUS_COSMOS_KEY!, database: stack.env.NIMBUS_COSMOS_DATABASE! }));
 }
 
-/** `n` Failed events `prefix-i`, as the Resolver records them: the request with a payload, then its error. */
-async function seedFailed(prefix: string, n: number): Promise<string[]> {
-  const ids = Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
-  for (const [i, eventId] of ids.entries()) {
-    const request = msg(T.EventRequest, { endpointId: EP, eventId, sessionId: `S-${prefix}-${i}`, eventTypeId: 'OrderPlaced', payload: { i } });
-    const error = msg(T.ErrorResponse, { endpointId: EP, eventId, sessionId: `S-${prefix}-${i}`, parentMessageId: request.messageId, errorType: 'E', errorText: `boom ${i}` });
-    for (const m of [request, error]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
-  }
-  return ids;
-}
+/** `n` Failed events `prefix-i` on EP, as the Resolver records them: the request with a payload, then its error. */
+const seedFailed = (prefix: string, n: number): Promise<string[]> => seedFailedEvents(stack.store, EP, prefix, n);
 
 /** The endpoint handles the command on the event's row and fails again (as the Resolver records it). */
 async function failAgain(eventId: string): Promise<void> {
@@ -1119,17 +1113,8 @@ async function sentInLaterRun(operationId: string, ids: [string, string, string,
   let looks = 0;
   // S looks for `waiting`'s receipt three times: below the in-flight mark (#sentEarlier), in its step (the claim being
   // sent elsewhere), and - `cancelUnread` - in its cancel, where the store does not answer.
-  const store = new Proxy(stack.store, {
-    get(target, name) {
-      const value: unknown = Reflect.get(target, name, target);
-      if (name === 'listAudits') {
-        return async (...args: Parameters<MessageStore['listAudits']>) => {
-          if (args[0] === waiting && ++looks === 3 && stop === 'cancelUnread') throw new Error('simulated Cosmos 503 on the receipt read');
-          return target.listAudits(...args);
-        };
-      }
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
+  const store = beforeReceiptRead(stack.store, (eventId) => {
+    if (eventId === waiting && ++looks === 3 && stop === 'cancelUnread') receiptReadFails();
   });
   /** Once the lot's first answer is in: the operator cancels, or S's lease ends (its wait on `waiting` then stops). */
   class StopsAfterTheLot extends Manager {
@@ -1186,17 +1171,8 @@ test("a lot stopped by the operator's cancel, a successor cancelling while the h
   let looks = 0;
   // The holder's second look for `waiting`'s receipt is its cancel's (its step looked first): a successor whose
   // clock is past the lease takes the job over right then and applies the cancel, so the holder's write is refused.
-  const store = new Proxy(stack.store, {
-    get(target, name) {
-      const value: unknown = Reflect.get(target, name, target);
-      if (name === 'listAudits') {
-        return async (...args: Parameters<MessageStore['listAudits']>) => {
-          if (args[0] === waiting && ++looks === 2) ({ b, end: byB } = await cancelledBySuccessor(job.operationId));
-          return target.listAudits(...args);
-        };
-      }
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
+  const store = beforeReceiptRead(stack.store, async (eventId) => {
+    if (eventId === waiting && ++looks === 2) ({ b, end: byB } = await cancelledBySuccessor(job.operationId));
   });
   const faulty = stopsAfterTheLot(jobs, job.operationId, unsent, 'cancel');
   const holder = new OperationsRunner({ store, jobs, leases: tellsRelease(new LeaseStore(stack.store.database), () => job.operationId, released), manager: faulty, scanEveryMs: 3_600_000 });
@@ -1252,17 +1228,8 @@ async function cancelApplyUnread(prefix: string, unread: 'receipt' | 'wish'): Pr
   let released!: () => void;
   const over = new Promise<void>((r) => (released = r));
   // `receipt`: the holder's second look for `waiting`'s receipt is its cancel's (its step looked first): the store does not answer.
-  const store = new Proxy(stack.store, {
-    get(target, name) {
-      const value: unknown = Reflect.get(target, name, target);
-      if (name === 'listAudits' && unread === 'receipt') {
-        return async (...args: Parameters<MessageStore['listAudits']>) => {
-          if (args[0] === waiting && ++reads === 2) throw new Error('simulated Cosmos 503 on the receipt read');
-          return target.listAudits(...args);
-        };
-      }
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
+  const store = beforeReceiptRead(stack.store, (eventId) => {
+    if (unread === 'receipt' && eventId === waiting && ++reads === 2) receiptReadFails();
   });
   const faulty = stopsAfterTheLot(jobs, job.operationId, unsent, 'cancel');
   const holder = new OperationsRunner({ store, jobs, leases: tellsRelease(new LeaseStore(stack.store.database), () => job.operationId, released), manager: faulty, scanEveryMs: 3_600_000 });
@@ -1297,20 +1264,11 @@ test("a lot stopped by the operator's cancel, the cancel's receipt read throwing
   const { ids, job } = await lotOfFour('keepthrows', jobs);
   const [, waiting, , unsent] = ids;
   let looks = 0;
-  const store = new Proxy(stack.store, {
-    get(target, name) {
-      const value: unknown = Reflect.get(target, name, target);
-      if (name === 'listAudits') {
-        return async (...args: Parameters<MessageStore['listAudits']>) => {
-          if (args[0] === waiting && ++looks === 2) {
-            receiptThrown = true;
-            throw new Error('simulated Cosmos 503 on the receipt read');
-          }
-          return target.listAudits(...args);
-        };
-      }
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
+  const store = beforeReceiptRead(stack.store, (eventId) => {
+    if (eventId === waiting && ++looks === 2) {
+      receiptThrown = true;
+      receiptReadFails();
+    }
   });
   let released!: () => void;
   const over = new Promise<void>((r) => (released = r));
@@ -1381,25 +1339,16 @@ test("a cancel read between lots of a resumed run, its receipt read throwing, ke
   }
   const resumed = jobStore((docs) => new StepsAtFirstWrite(docs));
   let thrown = false;
-  const store = new Proxy(stack.store, {
-    get(target, name) {
-      const value: unknown = Reflect.get(target, name, target);
-      if (name === 'listAudits') {
-        return async (...args: Parameters<MessageStore['listAudits']>) => {
-          if (args[0] === first) t += 200;
-          if (args[0] === hers) {
-            t += 300;
-            await resumed.setControl(job.operationId, 'cancel', 'operator');
-          }
-          if (args[0] === third && !thrown) {
-            thrown = true;
-            throw new Error('simulated Cosmos 503 on the receipt read');
-          }
-          return target.listAudits(...args);
-        };
-      }
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
+  const store = beforeReceiptRead(stack.store, async (eventId) => {
+    if (eventId === first) t += 200;
+    if (eventId === hers) {
+      t += 300;
+      await resumed.setControl(job.operationId, 'cancel', 'operator');
+    }
+    if (eventId === third && !thrown) {
+      thrown = true;
+      receiptReadFails();
+    }
   });
   let released!: () => void;
   const over = new Promise<void>((r) => (released = r));
@@ -1706,20 +1655,11 @@ test('a receipt read failing in a step leaves the lot counted: the refusal stand
     }
   }
   let thrown = false;
-  const store = new Proxy(stack.store, {
-    get(target, name) {
-      const value: unknown = Reflect.get(target, name, target);
-      if (name === 'listAudits') {
-        return async (...args: Parameters<MessageStore['listAudits']>) => {
-          if (args[0] === refusedEv && !thrown) {
-            thrown = true;
-            throw new Error('simulated Cosmos 503 on the receipt read');
-          }
-          return target.listAudits(...args);
-        };
-      }
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
+  const store = beforeReceiptRead(stack.store, (eventId) => {
+    if (eventId === refusedEv && !thrown) {
+      thrown = true;
+      receiptReadFails();
+    }
   });
   let released!: () => void;
   const over = new Promise<void>((r) => (released = r));
