@@ -3,22 +3,16 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { fdatasyncSync, openSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { BrokerError } from './api.ts';
 import type { BrokerOptions } from './api.ts';
 import type { ServiceBusBroker } from './broker.ts';
 import { createServiceBusBroker } from './index.ts';
 import type { JournalIo, JournalOptions } from './journal.ts';
-import { msg } from './test-helpers.ts';
+import { inTempDir, msg } from './test-helpers.ts';
 
 const q = { topic: 'q', subscription: '$queue' };
-
-function tempDir(): string {
-  return mkdtempSync(join(tmpdir(), 'nimbus-disk-'));
-}
 
 function errno(code: string): NodeJS.ErrnoException {
   const err = new Error(`${code}: simulated, write`) as NodeJS.ErrnoException;
@@ -73,8 +67,7 @@ async function open(
 
 describe('journal on a failing disk', () => {
   test('a write the disk refused part-way leaves no bytes behind: the acknowledged sends after it survive a crash', async () => {
-    const dir = tempDir();
-    try {
+    await inTempDir('nimbus-disk-', async (dir) => {
       const disk = failingDisk();
       const b1 = await open(dir, { io: disk.io });
       b1.createQueue({ name: 'q' });
@@ -97,14 +90,11 @@ describe('journal on a failing disk', () => {
         'nothing was taken for damage',
       );
       await b2.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('a send the disk refused is an internal error (retried) and is taken back whole: not delivered, its MessageId not remembered', async () => {
-    const dir = tempDir();
-    try {
+    await inTempDir('nimbus-disk-', async (dir) => {
       const disk = failingDisk();
       const b1 = await open(dir, { io: disk.io });
       b1.createQueue({ name: 'q', requiresDuplicateDetection: true });
@@ -124,14 +114,11 @@ describe('journal on a failing disk', () => {
       assert.deepEqual(ids(b1), ['before', 'refused']);
       assert.ok(refusal instanceof BrokerError && refusal.code === 'InternalError', String(refusal));
       await b1.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('an operation that cannot be taken back and failed to write is caught up from memory before the next one returns', async () => {
-    const dir = tempDir();
-    try {
+    await inTempDir('nimbus-disk-', async (dir) => {
       const disk = failingDisk();
       const b1 = await open(dir, { io: disk.io });
       disk.full = true;
@@ -142,14 +129,11 @@ describe('journal on a failing disk', () => {
       const b2 = await open(dir); // a crash
       assert.deepEqual(ids(b2), ['into-q']);
       await b2.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('a failed fdatasync of the group-commit timer is logged, not thrown: the process lives and the next operation rewrites the state', async () => {
-    const dir = tempDir();
-    try {
+    await inTempDir('nimbus-disk-', async (dir) => {
       const disk = failingDisk();
       let logged!: () => void;
       const syncFailureLogged = new Promise<void>((resolve) => (logged = resolve));
@@ -179,14 +163,11 @@ describe('journal on a failing disk', () => {
       const b2 = await open(dir); // a crash
       assert.deepEqual(ids(b2), ['b', 'c']);
       await b2.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('a durable send whose fdatasync fails is refused and taken back', async () => {
-    const dir = tempDir();
-    try {
+    await inTempDir('nimbus-disk-', async (dir) => {
       const disk = failingDisk();
       const b1 = await open(dir, { io: disk.io });
       b1.createQueue({ name: 'q' });
@@ -202,14 +183,11 @@ describe('journal on a failing disk', () => {
       const b2 = await open(dir);
       assert.deepEqual(ids(b2), ['synced']);
       await b2.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('a compaction that cannot open the next journal keeps the current snapshot and journal in use', async () => {
-    const dir = tempDir();
-    try {
+    await inTempDir('nimbus-disk-', async (dir) => {
       const disk = failingDisk();
       // Every operation passes the compaction threshold.
       const b1 = await open(dir, { io: disk.io, compactBytes: 1 });
@@ -234,8 +212,6 @@ describe('journal on a failing disk', () => {
       await b2.close();
       // Both sends were written to the journal: a failed compaction is not the sender's failure.
       assert.deepEqual(errors, []);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });

@@ -3,21 +3,15 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServiceBusBroker } from './index.ts';
 import { forEachLine } from './persistence.ts';
-import { msg } from './test-helpers.ts';
-
-function tempDir(): string {
-  return mkdtempSync(join(tmpdir(), 'nimbus-load-'));
-}
+import { inTempDir, msg } from './test-helpers.ts';
 
 describe('loading', () => {
-  test('a file is read line by line in chunks: lines across chunk boundaries, multi-byte characters split by one', () => {
-    const dir = tempDir();
-    try {
+  test('a file is read line by line in chunks: lines across chunk boundaries, multi-byte characters split by one', async () => {
+    await inTempDir('nimbus-load-', async (dir) => {
       const path = join(dir, 'lines.jsonl');
       const lines = ['a', 'bb'.repeat(7), 'ééé€€', '', 'x'.repeat(40), '𝄞z', 'last-without-newline'];
       writeFileSync(path, lines.join('\n'));
@@ -30,14 +24,11 @@ describe('loading', () => {
           `chunks of ${chunk} bytes`,
         );
       }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('a damaged snapshot line stops start-up with the file, the line and the way out', async () => {
-    const dir = tempDir();
-    try {
+    await inTempDir('nimbus-load-', async (dir) => {
       const b1 = await createServiceBusBroker({ dataDir: dir });
       b1.createQueue({ name: 'q' });
       for (let i = 0; i < 5; i++) b1.send('q', [msg({ message_id: `m${i}`, body: 'secret-body' })]);
@@ -59,8 +50,6 @@ describe('loading', () => {
         return true;
       });
       assert.deepEqual(readdirSync(dir).sort(), files, 'nothing in the data directory was changed');
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });

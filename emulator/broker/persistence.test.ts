@@ -1,20 +1,15 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import rhea from 'rhea';
 import type { BrokerOptions } from './api.ts';
 import type { ServiceBusBroker } from './broker.ts';
 import { createServiceBusBroker } from './index.ts';
-import { FakeClock, msg, props, tick } from './test-helpers.ts';
+import { FakeClock, inTempDir, msg, props, tick } from './test-helpers.ts';
 import { journalFile } from './journal.ts';
 
 const src = { topic: 't', subscription: 's' };
-
-function tempDir(): string {
-  return mkdtempSync(join(tmpdir(), 'nimbus-broker-'));
-}
 
 /** The generation of the one journal in a data directory. */
 function journalGeneration(dir: string): number {
@@ -60,10 +55,9 @@ function peekIds(b: ServiceBusBroker): unknown[] {
 
 describe('persistence', () => {
   test('topology, messages in every state, delivery counts and session state survive a restart', async () => {
-    const dir = tempDir();
-    const clock = new FakeClock();
-    const opts: BrokerOptions = { dataDir: dir, now: clock.now };
-    try {
+    await inTempDir('nimbus-broker-', async (dir) => {
+      const clock = new FakeClock();
+      const opts: BrokerOptions = { dataDir: dir, now: clock.now };
       const b1 = await createServiceBusBroker(opts);
       b1.createTopic({ name: 't', defaultMessageTimeToLiveMs: 3_600_000 });
       b1.createSubscription({ topicName: 't', subscriptionName: 's', lockDurationMs: 30_000 });
@@ -153,14 +147,11 @@ describe('persistence', () => {
       b2.runDueWork();
       assert.equal(b2.getSubscriptionRuntime('t', 's').scheduledMessageCount, 0);
       await b2.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('a send that returned is on disk even when the process dies without close()', async () => {
-    const dir = tempDir();
-    try {
+    await inTempDir('nimbus-broker-', async (dir) => {
       const b1 = await createServiceBusBroker({ dataDir: dir });
       b1.createTopic({ name: 't' });
       b1.createSubscription({ topicName: 't', subscriptionName: 's' });
@@ -179,14 +170,11 @@ describe('persistence', () => {
         'the lost lock counts as a delivery',
       );
       await b2.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('a deferred message locked by sequence number counts the lost lock after a crash', async () => {
-    const dir = tempDir();
-    try {
+    await inTempDir('nimbus-broker-', async (dir) => {
       const b1 = await createServiceBusBroker({ dataDir: dir });
       b1.createTopic({ name: 't' });
       b1.createSubscription({ topicName: 't', subscriptionName: 's', maxDeliveryCount: 1 });
@@ -203,14 +191,11 @@ describe('persistence', () => {
         'the lost lock was the last allowed delivery',
       );
       await b2.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('a torn last journal line is ignored; compaction keeps the state and bounds the journal', async () => {
-    const dir = tempDir();
-    try {
+    await inTempDir('nimbus-broker-', async (dir) => {
       const b1 = await createServiceBusBroker({ dataDir: dir }, { compactBytes: 8192 });
       b1.createTopic({ name: 't' });
       b1.createSubscription({ topicName: 't', subscriptionName: 's' });
@@ -234,14 +219,11 @@ describe('persistence', () => {
         ['m100', 'm101'],
       );
       await b2.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('an operation torn in the middle is replayed not at all: a dead-letter move keeps its message', async () => {
-    const dir = tempDir();
-    try {
+    await inTempDir('nimbus-broker-', async (dir) => {
       const b1 = await createServiceBusBroker({ dataDir: dir });
       b1.createTopic({ name: 't' });
       b1.createSubscription({ topicName: 't', subscriptionName: 's' });
@@ -258,14 +240,11 @@ describe('persistence', () => {
       const rt = b2.getSubscriptionRuntime('t', 's');
       assert.deepEqual([rt.activeMessageCount, rt.deadLetterMessageCount], [1, 0], 'the message is not lost');
       await b2.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('an operation of more records than a call takes arguments is replayed, and so is every line after it', async () => {
-    const dir = tempDir();
-    try {
+    await inTempDir('nimbus-broker-', async (dir) => {
       const b1 = await createServiceBusBroker({ dataDir: dir });
       b1.createTopic({ name: 't' });
       b1.createSubscription({ topicName: 't', subscriptionName: 's' });
@@ -289,22 +268,19 @@ describe('persistence', () => {
         ['after'],
       );
       await b2.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('a bad line followed by good ones is reported as corruption, not as a torn tail', async () => {
-    const dir = tempDir();
-    const errors: string[] = [];
-    const warnings: string[] = [];
-    const log = {
-      info() {},
-      debug() {},
-      warn: (_o: object, m: string) => warnings.push(m),
-      error: (_o: object, m: string) => errors.push(m),
-    };
-    try {
+    await inTempDir('nimbus-broker-', async (dir) => {
+      const errors: string[] = [];
+      const warnings: string[] = [];
+      const log = {
+        info() {},
+        debug() {},
+        warn: (_o: object, m: string) => warnings.push(m),
+        error: (_o: object, m: string) => errors.push(m),
+      };
       const b1 = await createServiceBusBroker({ dataDir: dir });
       b1.createTopic({ name: 't' });
       b1.createSubscription({ topicName: 't', subscriptionName: 's' });
@@ -316,22 +292,19 @@ describe('persistence', () => {
       ]);
       assert.deepEqual(warnings, []);
       await b2.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('a journal damaged in the middle is kept aside with its bytes, named in the log, and never replayed or deleted later', async () => {
-    const dir = tempDir();
-    const errors: Array<{ o: Record<string, unknown>; m: string }> = [];
-    const warnings: string[] = [];
-    const log = {
-      info() {},
-      debug() {},
-      warn: (_o: object, m: string) => warnings.push(m),
-      error: (o: object, m: string) => errors.push({ o: o as Record<string, unknown>, m }),
-    };
-    try {
+    await inTempDir('nimbus-broker-', async (dir) => {
+      const errors: Array<{ o: Record<string, unknown>; m: string }> = [];
+      const warnings: string[] = [];
+      const log = {
+        info() {},
+        debug() {},
+        warn: (_o: object, m: string) => warnings.push(m),
+        error: (o: object, m: string) => errors.push({ o: o as Record<string, unknown>, m }),
+      };
       const b1 = await createServiceBusBroker({ dataDir: dir });
       b1.createTopic({ name: 't' });
       b1.createSubscription({ topicName: 't', subscriptionName: 's' });
@@ -366,14 +339,11 @@ describe('persistence', () => {
       const journals = readdirSync(dir).filter((f) => /^journal-\d+\.jsonl$/.test(f));
       assert.equal(journals.length, 1);
       await b3.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('a journal written one record per line (before operations were one line) is still read', async () => {
-    const dir = tempDir();
-    try {
+    await inTempDir('nimbus-broker-', async (dir) => {
       const b1 = await createServiceBusBroker({ dataDir: dir });
       b1.createTopic({ name: 't' });
       b1.createSubscription({ topicName: 't', subscriptionName: 's' });
@@ -391,14 +361,11 @@ describe('persistence', () => {
         ['a', 'b'],
       );
       await b2.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('a stored message that cannot be decoded is kept in every later snapshot, not erased', async () => {
-    const dir = tempDir();
-    try {
+    await inTempDir('nimbus-broker-', async (dir) => {
       const b1 = await createServiceBusBroker({ dataDir: dir });
       b1.createTopic({ name: 't' });
       b1.createSubscription({ topicName: 't', subscriptionName: 's' });
@@ -422,16 +389,13 @@ describe('persistence', () => {
       b3.createSubscription({ topicName: 't', subscriptionName: 's' });
       await b3.close();
       assert.ok(!readFileSync(path, 'utf8').includes('"m":"AAAA"'));
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('a scheduled message that cannot be decoded does not stop start-up; it is kept until cancelled', async () => {
-    const dir = tempDir();
-    const clock = new FakeClock();
-    const opts: BrokerOptions = { dataDir: dir, now: clock.now };
-    try {
+    await inTempDir('nimbus-broker-', async (dir) => {
+      const clock = new FakeClock();
+      const opts: BrokerOptions = { dataDir: dir, now: clock.now };
       const b1 = await createServiceBusBroker(opts);
       b1.createTopic({ name: 't' });
       b1.createSubscription({ topicName: 't', subscriptionName: 's' });
@@ -470,14 +434,11 @@ describe('persistence', () => {
       b4.createTopic({ name: 't' });
       await b4.close();
       assert.ok(!readFileSync(path, 'utf8').includes('"k":"sch"'));
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('a message locked at the last allowed delivery is dead-lettered on restart', async () => {
-    const dir = tempDir();
-    try {
+    await inTempDir('nimbus-broker-', async (dir) => {
       const b1 = await createServiceBusBroker({ dataDir: dir });
       b1.createTopic({ name: 't' });
       b1.createSubscription({ topicName: 't', subscriptionName: 's', maxDeliveryCount: 1 });
@@ -488,8 +449,6 @@ describe('persistence', () => {
       const rt = b2.getSubscriptionRuntime('t', 's');
       assert.deepEqual([rt.activeMessageCount, rt.deadLetterMessageCount], [0, 1]);
       await b2.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });

@@ -1,5 +1,9 @@
-// Shared helpers for the broker's unit tests: a controllable clock and small message builders.
+// Shared helpers for the broker's unit tests: a controllable clock, small message builders and a temporary data
+// directory.
 
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { WireMessage } from './api.ts';
 import { createServiceBusBroker } from './index.ts';
 import type { ServiceBusBroker } from './broker.ts';
@@ -36,4 +40,14 @@ export function tick(broker: ServiceBusBroker, clock: FakeClock, ms: number): vo
 
 export function props(d: { message: WireMessage }): Record<string, unknown> {
   return (d.message.application_properties ?? {}) as Record<string, unknown>;
+}
+
+/** Runs `body` on a fresh data directory (`prefix` and a random tail, in the OS's temp folder), removed afterwards. */
+export async function inTempDir(prefix: string, body: (dir: string) => void | Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  try {
+    await body(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
