@@ -1,41 +1,22 @@
 // The event's history records who acted by stable id as well as by display name (embedded stack, real clients,
 // sign-in on with real session cookies): two people with one display name, or a name changed in Entra, stay apart.
 // Entries written before the id was recorded still read.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startConsoleTestStack, type ConsoleTestStack } from './testing/stack.ts';
-import { seedConsoleData } from './testing/seed.ts';
 import { SESSION_COOKIE, sealSession } from './auth/session.ts';
 import type { Principal } from './auth/principal.ts';
+import { useConsoleStack } from './testing/consoleStack.ts';
 import { oidcTestEnv } from './testing/oidcEnv.ts';
+import { routeRequest } from './testing/routeStack.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const SECRET = 'auditor-id-test-session-secret-0123456789-abcdef';
 
-let stack: ConsoleTestStack;
-let seeded: Awaited<ReturnType<typeof seedConsoleData>>;
-let closeContext: () => Promise<void>;
-let closeOps: () => Promise<void>;
-
-before(async () => {
-  stack = await startConsoleTestStack('auditor-id');
-  Object.assign(process.env, stack.env, oidcTestEnv(SECRET));
-  seeded = await seedConsoleData(stack.store);
-  ({ closeContext } = await import('./context.ts'));
-  ({ closeOpsServices: closeOps } = await import('./heartbeat/services.ts'));
-});
-
-after(async () => {
-  await closeOps?.();
-  await closeContext?.();
-  await stack?.close();
-});
+const stack = useConsoleStack({ database: 'auditor-id', env: oidcTestEnv(SECRET), seed: true });
+const seeded = stack.demo;
 
 const post = (who: Principal) =>
-  new Request('http://127.0.0.1:3000/api/x', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', host: '127.0.0.1:3000', cookie: `${SESSION_COOKIE}=${sealSession(who, { secret: SECRET, maxAgeSeconds: 600 })}` },
-  });
+  routeRequest('POST', '/api/x', undefined, { cookie: `${SESSION_COOKIE}=${sealSession(who, { secret: SECRET, maxAgeSeconds: 600 })}` });
 
 test("a command's history entry and a refused attempt name the actor's stable id beside the shared display name", async () => {
   const skip = await import('../app/api/event/skip/[endpointId]/[eventId]/route.ts');

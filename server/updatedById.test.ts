@@ -3,14 +3,16 @@
 // history entries, the replay's operation and journal records), alert rules and channels (`updatedById`), and role
 // grants (`grantedById`). Two people share a display name and a name changes in Entra; the id does neither. Records
 // written before the id was recorded still read, without it.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Prop, Topic } from '@nimbus/sdk/contract';
-import { startConsoleTestStack, type ConsoleTestStack } from './testing/stack.ts';
 import { SESSION_COOKIE, sealSession } from './auth/session.ts';
 import type { Principal } from './auth/principal.ts';
+import { useConsoleStack } from './testing/consoleStack.ts';
 import { oidcTestEnv } from './testing/oidcEnv.ts';
+import { routeRequest } from './testing/routeStack.ts';
+import { sendAndDeadLetter } from './testing/resolverDeadLetter.ts';
 import { TOPOLOGY_AUDIT_EVENT } from './subscriptions/replay.ts';
 import { JOURNAL_CONTAINER } from './subscriptions/replayJournal.ts';
 import { grantSchema } from './auth/grants.ts';
@@ -18,33 +20,14 @@ import { grantSchema } from './auth/grants.ts';
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const SECRET = 'updated-by-id-test-session-secret-0123456789-abcdef';
 
-let stack: ConsoleTestStack;
-let closeContext: () => Promise<void>;
-let closeOps: () => Promise<void>;
-
-before(async () => {
-  stack = await startConsoleTestStack('updated-by-id');
-  Object.assign(process.env, stack.env, oidcTestEnv(SECRET), { NIMBUS_RATE_LIMIT_BURST: '1000' });
-  ({ closeContext } = await import('./context.ts'));
-  ({ closeOpsServices: closeOps } = await import('./heartbeat/services.ts'));
-});
-
-after(async () => {
-  await closeOps?.();
-  await closeContext?.();
-  await stack?.close();
-});
+const stack = useConsoleStack({ database: 'updated-by-id', env: { ...oidcTestEnv(SECRET), NIMBUS_RATE_LIMIT_BURST: '1000' } });
 
 // The Owner whose changes these are; another person of the same name would be told apart only by the id.
 const owner: Principal = { kind: 'user', id: 'oid-pat-owner', name: 'Pat Smith', roles: ['Owner'], groups: [] };
 const OWNER_ID = 'user:oid-pat-owner';
 
 const request = (method: string, body?: unknown) =>
-  new Request('http://127.0.0.1:3000/api/x', {
-    method,
-    headers: { 'content-type': 'application/json', host: '127.0.0.1:3000', cookie: `${SESSION_COOKIE}=${sealSession(owner, { secret: SECRET, maxAgeSeconds: 600 })}` },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
+  routeRequest(method, '/api/x', body, { cookie: `${SESSION_COOKIE}=${sealSession(owner, { secret: SECRET, maxAgeSeconds: 600 })}` });
 const params = <P>(p: P) => ({ params: Promise.resolve(p) });
 const topologyTrail = async () => (await stack.store.listAudits(TOPOLOGY_AUDIT_EVENT, { pageSize: 100 })).items;
 
@@ -65,15 +48,11 @@ test("a subscription's pause and resume name the Owner's stable id in the topolo
 
 test("a dead-letter replay records the starter's stable id on its operation, its journal record and its history entry", async () => {
   // One dead letter on the Resolver subscription, as routes.test.ts makes it.
-  const sessionId = `s-${randomUUID()}`;
-  const sender = stack.serviceBus.client.createSender(Topic.Resolver);
-  await sender.sendMessages({ messageId: randomUUID(), sessionId, body: Buffer.from('{"EventContent":null}'), applicationProperties: { [Prop.To]: 'Resolver', [Prop.MessageType]: 'ResolutionResponse' } });
-  await sender.close();
-  const receiver = await stack.serviceBus.client.acceptSession(Topic.Resolver, Topic.Resolver, sessionId);
-  const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 5000 });
-  assert.ok(m);
-  await receiver.deadLetterMessage(m, { deadLetterReason: 'Test', deadLetterErrorDescription: 'for the replay' });
-  await receiver.close();
+  await sendAndDeadLetter(
+    stack.serviceBus.client,
+    { messageId: randomUUID(), sessionId: `s-${randomUUID()}`, body: Buffer.from('{"EventContent":null}'), applicationProperties: { [Prop.To]: 'Resolver', [Prop.MessageType]: 'ResolutionResponse' } },
+    { deadLetterReason: 'Test', deadLetterErrorDescription: 'for the replay' },
+  );
 
   const replay = await import('../app/api/topology/subscriptions/[topic]/[subscription]/replay/route.ts');
   const op = await import('../app/api/topology/operations/[operationId]/route.ts');

@@ -14,6 +14,7 @@ import { operationsConcurrency, operationsRate } from '../operations/service.ts'
 import { replayDeadLetters } from '../subscriptions/replay.ts';
 import { ReplayJournal } from '../subscriptions/replayJournal.ts';
 import { routeRequest as req, startRouteTestStack, type ConsoleTestStack } from '../testing/routeStack.ts';
+import { sendAndDeadLetter } from '../testing/resolverDeadLetter.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 let stack: ConsoleTestStack;
@@ -65,20 +66,16 @@ describe('failure-group and operations routes', () => {
 
   test('GET /api/operations lists dead-letter replays beside the bulk jobs', { timeout: 120_000 }, async () => {
     // A Resolver dead letter, replayed as Topology → Subscriptions does.
-    const sessionId = `s-${randomUUID()}`;
-    const sender = stack.serviceBus.client.createSender(Topic.Resolver);
-    await sender.sendMessages({
-      messageId: randomUUID(),
-      sessionId,
-      body: Buffer.from(eventBody('OrderPlaced', { orderId: 'o-1' })),
-      applicationProperties: { [Prop.To]: 'billingendpoint', [Prop.From]: 'storefrontendpoint', [Prop.MessageType]: 'ResolutionResponse', [Prop.EventId]: randomUUID() },
-    });
-    await sender.close();
-    const receiver = await stack.serviceBus.client.acceptSession(Topic.Resolver, Topic.Resolver, sessionId);
-    const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 5000 });
-    assert.ok(m);
-    await receiver.deadLetterMessage(m, { deadLetterReason: 'CosmosDbThrottled', deadLetterErrorDescription: 'throttled' });
-    await receiver.close();
+    await sendAndDeadLetter(
+      stack.serviceBus.client,
+      {
+        messageId: randomUUID(),
+        sessionId: `s-${randomUUID()}`,
+        body: Buffer.from(eventBody('OrderPlaced', { orderId: 'o-1' })),
+        applicationProperties: { [Prop.To]: 'billingendpoint', [Prop.From]: 'storefrontendpoint', [Prop.MessageType]: 'ResolutionResponse', [Prop.EventId]: randomUUID() },
+      },
+      { deadLetterReason: 'CosmosDbThrottled', deadLetterErrorDescription: 'throttled' },
+    );
     const docs = new PlatformDocs({ endpoint: stack.env.NIMBUS_COSMOS_ENDPOINT!, key: stack.env.NIMBUS_COSMOS_KEY!, database: stack.env.NIMBUS_COSMOS_DATABASE! });
     try {
       const op = await replayDeadLetters(

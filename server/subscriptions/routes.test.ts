@@ -4,9 +4,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Prop, Topic } from '@nimbus/sdk/contract';
+import { Prop } from '@nimbus/sdk/contract';
 import { startFaultProxy, type FaultProxy } from '../../lib/store/testing/faultProxy.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { sendAndDeadLetter } from '../testing/resolverDeadLetter.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -39,15 +40,11 @@ after(async () => {
 
 async function deadLetterOnResolver(): Promise<string> {
   const messageId = randomUUID();
-  const sessionId = `s-${randomUUID()}`;
-  const sender = stack.serviceBus.client.createSender(Topic.Resolver);
-  await sender.sendMessages({ messageId, sessionId, body: Buffer.from('{"EventContent":null}'), applicationProperties: { [Prop.To]: 'Resolver', [Prop.MessageType]: 'ResolutionResponse', [Prop.ThrottleRetryCount]: 9 } });
-  await sender.close();
-  const receiver = await stack.serviceBus.client.acceptSession(Topic.Resolver, Topic.Resolver, sessionId);
-  const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 5000 });
-  assert.ok(m);
-  await receiver.deadLetterMessage(m, { deadLetterReason: 'CosmosDbThrottled', deadLetterErrorDescription: 'throttled' });
-  await receiver.close();
+  await sendAndDeadLetter(
+    stack.serviceBus.client,
+    { messageId, sessionId: `s-${randomUUID()}`, body: Buffer.from('{"EventContent":null}'), applicationProperties: { [Prop.To]: 'Resolver', [Prop.MessageType]: 'ResolutionResponse', [Prop.ThrottleRetryCount]: 9 } },
+    { deadLetterReason: 'CosmosDbThrottled', deadLetterErrorDescription: 'throttled' },
+  );
   return messageId;
 }
 

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { eventBody, Prop, Topic } from '@nimbus/sdk/contract';
 import { deriveTopology } from '@nimbus/sdk/topology';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { sendAndDeadLetter } from '../testing/resolverDeadLetter.ts';
 import { PlatformDocs } from '../heartbeat/platformDocs.ts';
 import { peekDeadLetters, purgeDeadLetters } from './deadLetters.ts';
 import { listTopology } from './overview.ts';
@@ -34,20 +35,16 @@ after(async () => {
 async function resolverDeadLetter(reason: string): Promise<{ messageId: string; eventId: string }> {
   const messageId = randomUUID();
   const eventId = randomUUID();
-  const sessionId = `s-${randomUUID()}`;
-  const sender = stack.serviceBus.client.createSender(Topic.Resolver);
-  await sender.sendMessages({
-    messageId,
-    sessionId,
-    body: Buffer.from(eventBody('OrderPlaced', { orderId: 'o-1', note: '<b>x</b>' })),
-    applicationProperties: { [Prop.To]: 'billingendpoint', [Prop.From]: 'storefrontendpoint', [Prop.MessageType]: 'ResolutionResponse', [Prop.EventId]: eventId, [Prop.ThrottleRetryCount]: 7, [Prop.OriginalEnqueuedTimeUtc]: new Date(Date.now() - 60_000).toISOString() },
-  });
-  await sender.close();
-  const receiver = await stack.serviceBus.client.acceptSession(Topic.Resolver, Topic.Resolver, sessionId);
-  const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 5000 });
-  assert.ok(m, 'received the message to dead-letter');
-  await receiver.deadLetterMessage(m, { deadLetterReason: reason, deadLetterErrorDescription: 'store throttled 10 times' });
-  await receiver.close();
+  await sendAndDeadLetter(
+    stack.serviceBus.client,
+    {
+      messageId,
+      sessionId: `s-${randomUUID()}`,
+      body: Buffer.from(eventBody('OrderPlaced', { orderId: 'o-1', note: '<b>x</b>' })),
+      applicationProperties: { [Prop.To]: 'billingendpoint', [Prop.From]: 'storefrontendpoint', [Prop.MessageType]: 'ResolutionResponse', [Prop.EventId]: eventId, [Prop.ThrottleRetryCount]: 7, [Prop.OriginalEnqueuedTimeUtc]: new Date(Date.now() - 60_000).toISOString() },
+    },
+    { deadLetterReason: reason, deadLetterErrorDescription: 'store throttled 10 times' },
+  );
   return { messageId, eventId };
 }
 
