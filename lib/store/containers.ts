@@ -12,10 +12,18 @@ export interface ContainerSlot {
   container?: Promise<Container>;
 }
 
-/** Creates the container (partitioned on one path) when missing and returns it; a concurrent creation is fine. */
-export async function createContainerIfMissing(database: Database, id: string, partitionKeyPath: string): Promise<Container> {
+/** What a container may be created with beside its key: a default time-to-live (seconds) for records that expire. */
+export interface ContainerExtras {
+  defaultTtl?: number;
+}
+
+/**
+ * Creates the container (partitioned on one path) when missing and returns it; a concurrent creation is fine.
+ * `extras` apply to a container created here only: createIfNotExists leaves an existing one as it is.
+ */
+export async function createContainerIfMissing(database: Database, id: string, partitionKeyPath: string, extras: ContainerExtras = {}): Promise<Container> {
   try {
-    const r = await database.containers.createIfNotExists({ id, partitionKey: { paths: [partitionKeyPath], version: 2 } });
+    const r = await database.containers.createIfNotExists({ id, partitionKey: { paths: [partitionKeyPath], version: 2 }, ...extras });
     return r.container;
   } catch (err) {
     if (cosmosStatus(err) === 409) return database.container(id);
@@ -24,10 +32,10 @@ export async function createContainerIfMissing(database: Database, id: string, p
 }
 
 /** The slot's container in `database`, opened at most once at a time; a different database opens afresh. */
-export function openContainer(slot: ContainerSlot, database: Database, id: string, partitionKeyPath: string): Promise<Container> {
+export function openContainer(slot: ContainerSlot, database: Database, id: string, partitionKeyPath: string, extras: ContainerExtras = {}): Promise<Container> {
   if (slot.database === database && slot.container) return slot.container;
   slot.database = database;
-  const p = createContainerIfMissing(database, id, partitionKeyPath);
+  const p = createContainerIfMissing(database, id, partitionKeyPath, extras);
   slot.container = p;
   p.catch(() => {
     if (slot.container === p) slot.container = undefined;

@@ -2,18 +2,26 @@
 // catalog, with a payload checked against the catalog's JSON schema for the type (400 with the schema's complaint
 // otherwise), sent by the console's own Service Bus connection - the agent holds no bus credentials. The message is
 // built by the SDK's Publisher, so it is the same wire message an endpoint's own publisher sends (session key from
-// the catalog, a message id derived from the payload). Nothing deduplicates a publish sent twice: the topics have no
-// duplicate detection, so an agent's retry after a lost answer (or a 5xx) is delivered twice, under the same message
-// id, and subscribers drop the second copy with their inbox (docs/agents.md). A payload too large for the broker is refused with 413
-// before anything is sent, and a broker's size refusal answered 413 too (server/messageSize.ts): answered 503 "try
-// again", an agent's client retried it for ever.
+// the catalog, a message id derived from the payload). The topics have no duplicate detection, so the console keeps
+// a record per endpoint and message id (publishRecords.ts): an agent's retry after a lost answer (or a 5xx) is
+// answered the first outcome with `replayed: true` and not sent again; a retry while the first attempt is still
+// being sent gets 409 with Retry-After (code PUBLISH_IN_FLIGHT_CODE). A payload too large for the broker is refused
+// with 413 before anything is sent, and a broker's size refusal answered 413 too (server/messageSize.ts): answered
+// 503 "try again", an agent's client retried it for ever.
 import { describePayloadIssues, payloadIssues, type Catalog } from '@nimbus/sdk/contract';
-import { createPublisher, PublishValidationError, sessionKeysFromCatalog, type Publisher } from '@nimbus/sdk';
+import { createPublisher, PUBLISH_IN_FLIGHT_CODE, PublishValidationError, sessionKeysFromCatalog, type Publisher } from '@nimbus/sdk';
 import type { ConsoleContext } from '../context.ts';
-import { HttpError, badRequest } from '../http.ts';
+import { HttpError, badRequest, conflict } from '../http.ts';
 import { schemaFor } from '../payloadSchemaCheck.ts';
 import { log } from '../log.ts';
 import { isSizeRefusal, requireSendableSize } from '../messageSize.ts';
+import { publishRecordsOf, PUBLISH_RECORD_TTL_MS, type PublishRecordEntry } from './publishRecords.ts';
+
+/**
+ * The `code` of the 409 to a publish whose first attempt (same endpoint and message id) is still being sent: retry
+ * after Retry-After to get its outcome. The SDK's AgentClient retries it like a 503; one constant for both sides.
+ */
+export { PUBLISH_IN_FLIGHT_CODE };
 
 export interface Published {
   endpointId: string;
@@ -21,6 +29,8 @@ export interface Published {
   messageId: string;
   sessionId: string;
   correlationId: string;
+  /** Present (true) on the answer to a retry: the first attempt's answer, replayed - nothing was sent this time. */
+  replayed?: true;
 }
 
 type Slot = { ctx?: ConsoleContext; publishers: Map<string, Publisher> };
@@ -63,19 +73,81 @@ export async function publishAsAgent(
   endpointId: string,
   eventTypeId: string,
   payload: unknown,
-  sessionId?: string,
+  sessionId: string | undefined,
+  principalId: string,
 ): Promise<Published> {
   checkPublish(ctx.catalog, endpointId, eventTypeId, payload);
   requireSendableSize("the event's payload", Buffer.byteLength(JSON.stringify(payload), 'utf8'));
+  const publisher = publisherFor(ctx, endpointId);
+  let prepared;
   try {
-    const r = await publisherFor(ctx, endpointId).publish(eventTypeId, payload, sessionId ? { sessionId } : {});
-    return { endpointId, eventTypeId, ...r };
+    // Built (and checked) first for its message id, the record's key; the send below builds the same message
+    // with the session and correlation ids chosen here, so the answer kept is the one of the message sent.
+    prepared = publisher.prepare(eventTypeId, payload, sessionId !== undefined ? { sessionId } : {}).published;
   } catch (err) {
+    if (err instanceof PublishValidationError) throw badRequest(err.message);
+    throw err;
+  }
+  const records = publishRecordsOf(ctx.store.database);
+  const claim = await records.begin({ endpointId, messageId: prepared.messageId, principalId, requestedSessionId: sessionId ?? null });
+  switch (claim.kind) {
+    case 'replay':
+      return { ...claim.answer, replayed: true };
+    case 'inFlight':
+      throw new HttpError(
+        409,
+        'conflict',
+        `the same event (message ${prepared.messageId}) is being published by an earlier attempt started at ${claim.startedAt}; ` +
+          `nothing was sent - retry in ${claim.retryAfterSeconds} s for its outcome`,
+        { 'retry-after': String(claim.retryAfterSeconds) },
+        PUBLISH_IN_FLIGHT_CODE,
+      );
+    case 'anotherPrincipal':
+      // Not its answer to read: the other principal's correlation and session ids stay its own.
+      throw conflict(
+        `the same event (message ${prepared.messageId}) was published as ${endpointId} by another principal at ${claim.at}; ` +
+          `nothing was sent - subscribers would drop a second copy as a duplicate within ${PUBLISH_RECORD_TTL_MS / 3_600_000} h`,
+      );
+    case 'anotherSession':
+      throw conflict(
+        `the same event (message ${prepared.messageId}) was published into session ${JSON.stringify(claim.sessionId)} at ${claim.at}; ` +
+          'nothing was sent - the same payload into another session carries the same message id, which subscribers drop as a duplicate',
+      );
+    case 'send':
+      return sendClaimed(ctx, records, claim.entry, endpointId, eventTypeId, payload, prepared);
+  }
+}
+
+async function sendClaimed(
+  ctx: ConsoleContext,
+  records: ReturnType<typeof publishRecordsOf>,
+  entry: PublishRecordEntry,
+  endpointId: string,
+  eventTypeId: string,
+  payload: unknown,
+  prepared: { sessionId: string; correlationId: string },
+): Promise<Published> {
+  let answer: Published;
+  try {
+    const r = await publisherFor(ctx, endpointId).publish(eventTypeId, payload, { sessionId: prepared.sessionId, correlationId: prepared.correlationId });
+    answer = { endpointId, eventTypeId, ...r };
+  } catch (err) {
+    // The broker refused it, nothing went out: the claim goes, so a retry sends. (A failure to remove it leaves it
+    // `sending`: retries get 409 until PUBLISH_IN_FLIGHT_MS, then send.)
+    await records.release(entry).catch((e: unknown) => log.warn({ endpointId, err: e instanceof Error ? e.message : String(e) }, 'agent publish record not released'));
     if (err instanceof PublishValidationError) throw badRequest(err.message);
     if (isSizeRefusal(err)) throw new HttpError(413, 'too large', 'the event is larger than Service Bus accepts; nothing was sent - send a smaller one');
     log.warn({ endpointId, eventTypeId, err: err instanceof Error ? err.message : String(err) }, 'agent publish not sent');
     throw new HttpError(503, 'unavailable', 'the event could not be sent to the bus; try again');
   }
+  // Sent: the answer stands whatever happens to the record. Not recorded (the store failing now, or the claim taken
+  // over), a retry finds `sending` and gets 409 until PUBLISH_IN_FLIGHT_MS, then sends again.
+  const kept = await records.sent(entry, answer).catch((e: unknown) => {
+    log.warn({ endpointId, err: e instanceof Error ? e.message : String(e) }, 'agent publish sent, its record not written');
+    return true;
+  });
+  if (!kept) log.warn({ endpointId, eventTypeId }, 'agent publish sent after its record was taken over (a retry may have sent it again)');
+  return answer;
 }
 
 /** Closes the publishers (the console's shutdown). */

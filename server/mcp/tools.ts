@@ -412,9 +412,10 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
             throw badRequest(scope.all ? 'name endpointId: your role allows publishing as any endpoint' : `name endpointId: you may publish as ${scope.endpointIds.join(', ') || 'no endpoint'}`);
           return scope.endpointIds[0]!;
         });
-        return agentCall(request, 'agent.publish', target, { target: `publish ${args.eventTypeId}` }, (ctx) => publishAsAgent(ctx, target, args.eventTypeId, args.payload, args.sessionId), (p) => ({
+        return agentCall(request, 'agent.publish', target, { target: `publish ${args.eventTypeId}` }, (ctx, caller) => publishAsAgent(ctx, target, args.eventTypeId, args.payload, args.sessionId, principalKey(caller.principal)), (p) => ({
           eventTypeId: p.eventTypeId,
           messageId: p.messageId,
+          ...(p.replayed ? { replayed: true } : {}),
         }));
       }),
   );

@@ -2,7 +2,7 @@
 // console; nothing here needs one). The client against the console's real routes: packages/sdk/e2e/agentApi.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AgentClient, AgentRequestError, type AgentSettleInput } from './agentClient.ts';
+import { AgentClient, AgentRequestError, PUBLISH_IN_FLIGHT_CODE, type AgentSettleInput } from './agentClient.ts';
 import { HandoffClientError } from './handoffClient.ts';
 
 test('settle refuses a failed outcome with a note before any request: the console would refuse it with 400', async () => {
@@ -158,4 +158,40 @@ test('a timeoutMs or retry option that could never work is refused at constructi
       JSON.stringify(options),
     );
   }
+});
+
+test('a publish answered 409 "publish-in-flight" is retried after its Retry-After and gets the first attempt\'s outcome; other 409s are not retried', async () => {
+  // The console answers this 409 while an earlier attempt of the same publish is still being sent. Before, every 409
+  // was a refusal: the publish was thrown at once, its outcome never asked for.
+  const answers: Response[] = [];
+  const client = new AgentClient({
+    consoleUrl: 'http://127.0.0.1:1',
+    fetch: async () => answers.shift() ?? new Response(null, { status: 500 }),
+    retry: { attempts: 3, initialMs: 1, maxMs: 5 },
+  });
+  const published = { endpointId: 'storefrontendpoint', eventTypeId: 'OrderPlaced', messageId: 'OrderPlaced-1', sessionId: 'ORD-1', correlationId: 'c-1' };
+  const inFlight = () => {
+    return Response.json({ error: 'conflict', detail: 'being published by an earlier attempt', code: PUBLISH_IN_FLIGHT_CODE }, { status: 409, headers: { 'retry-after': '1' } });
+  };
+  answers.push(inFlight(), Response.json({ ...published, replayed: true }));
+  assert.deepEqual(await client.publish({ eventTypeId: 'OrderPlaced', payload: { orderId: 'ORD-1' } }), { ...published, replayed: true });
+  assert.equal(answers.length, 0, 'asked again after the 409');
+
+  // Past the attempts: a clear error carrying the code, so the caller knows to publish again later.
+  answers.push(inFlight(), inFlight(), inFlight());
+  const err = await client.publish({ eventTypeId: 'OrderPlaced', payload: { orderId: 'ORD-1' } }).then(
+    () => assert.fail('expected the 409'),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof AgentRequestError && err.status === 409 && err.code === PUBLISH_IN_FLIGHT_CODE, String(err));
+  assert.equal(answers.length, 0, 'all three attempts made');
+
+  // Any other 409 stays a refusal: a publish's untagged one, and a settlement's.
+  answers.push(Response.json({ error: 'conflict', detail: 'published by another principal' }, { status: 409 }), Response.json(published));
+  await assert.rejects(client.publish({ eventTypeId: 'OrderPlaced', payload: { orderId: 'ORD-1' } }), (e: unknown) => e instanceof AgentRequestError && e.status === 409);
+  assert.equal(answers.length, 1, 'not retried');
+  answers.length = 0;
+  answers.push(Response.json({ error: 'conflict', detail: 'x', code: PUBLISH_IN_FLIGHT_CODE }, { status: 409 }), Response.json({}));
+  await assert.rejects(client.settle({ endpointId: 'e', eventId: 'v', messageId: 'm', outcome: 'completed' }), (e: unknown) => e instanceof AgentRequestError && e.status === 409);
+  assert.equal(answers.length, 1, 'a settlement\'s 409 is never retried, whatever its code');
 });

@@ -2,8 +2,8 @@
 // assistant) sees the catalog it is granted, long-polls its endpoint's pending handoffs, settles them and publishes
 // events - over HTTPS with a service principal's bearer token, holding no Service Bus credentials at all.
 //
-// Transient answers (no answer, timeouts, 408, 429, 5xx) are retried with backoff (Retry-After is honoured);
-// refusals (400, 401, 403, 404, 409, 413) are not. A receive is a long-poll: its time limit is the wait plus the usual
+// Transient answers (no answer, timeouts, 408, 429, 5xx, and a publish's 409 PUBLISH_IN_FLIGHT_CODE) are retried
+// with backoff (Retry-After is honoured); refusals (400, 401, 403, 404, 409, 413) are not. A receive is a long-poll: its time limit is the wait plus the usual
 // per-attempt limit. `serve` runs the whole agent loop: receive (skipping the handoffs it holds), run the work,
 // settle - retrying a settlement until it lands, since a finished job that is never reported leaves its session
 // blocked; a settlement the console refuses for good is not retried, and neither it nor a handoff the work leaves
@@ -71,7 +71,15 @@ const settlementSchema = z.object({
 });
 export type AgentSettlement = z.infer<typeof settlementSchema>;
 
-const publishedSchema = z.object({ endpointId: z.string(), eventTypeId: z.string(), messageId: z.string(), sessionId: z.string(), correlationId: z.string() });
+const publishedSchema = z.object({
+  endpointId: z.string(),
+  eventTypeId: z.string(),
+  messageId: z.string(),
+  sessionId: z.string(),
+  correlationId: z.string(),
+  /** True when this is the answer of an earlier attempt of the same publish (a retry): it was sent once, then. */
+  replayed: z.boolean().optional(),
+});
 export type AgentPublished = z.infer<typeof publishedSchema>;
 
 /** Where a pending handoff is: what `receive` answered (endpointId, eventId, messageId). */
@@ -125,6 +133,14 @@ export class AgentRequestError extends HandoffClientError {
  * event is pending - none of them the handoff settled.
  */
 export const SETTLED_CODE = 'settled';
+
+/**
+ * The `code` of the console's 409 to a publish whose earlier attempt (the same event: endpoint and message id) is
+ * still being sent (server/agent/publish.ts). Retried like a 503, after its Retry-After: the next attempt gets the
+ * first one's outcome. Past the attempts it is thrown (AgentRequestError, status 409, this code): the publish is
+ * not lost - publishing it again later gets that outcome, or sends it if the first never finished.
+ */
+export const PUBLISH_IN_FLIGHT_CODE = 'publish-in-flight';
 
 const RETRYABLE = new Set([408, 429, 500, 502, 503, 504]);
 
@@ -224,7 +240,10 @@ export class AgentClient {
     return this.settle({ ...pick(where), outcome: 'failed', errorText, ...(errorType !== undefined ? { errorType } : {}) }, options);
   }
 
-  /** Publishes an event as the agent's endpoint (named when the agent holds several), validated by the console. */
+  /**
+   * Publishes an event as the agent's endpoint (named when the agent holds several), validated by the console. A
+   * retry of a publish whose answer was lost is answered the first outcome (`replayed: true`), not sent again.
+   */
   async publish(
     input: { eventTypeId: string; payload: unknown; endpointId?: string; sessionId?: string },
     options: { signal?: AbortSignal } = {},
@@ -475,7 +494,8 @@ export class AgentClient {
     const retryAfter = Number(response.headers.get('retry-after'));
     return {
       ok: false,
-      retry: RETRYABLE.has(response.status),
+      // Only the publish's tagged 409 is transient: every other 409 (a settlement's above all) is a refusal.
+      retry: RETRYABLE.has(response.status) || (what === 'publish' && response.status === 409 && error.code === PUBLISH_IN_FLIGHT_CODE),
       ...(Number.isFinite(retryAfter) && retryAfter > 0 ? { retryAfterMs: retryAfter * 1000 } : {}),
       error,
     };

@@ -58,6 +58,7 @@ export {
   AgentClient,
   AgentRequestError,
   createAgentClient,
+  PUBLISH_IN_FLIGHT_CODE,
   RESULT_TOO_LARGE,
   SETTLED_CODE,
   type AgentCatalog,

@@ -1,7 +1,9 @@
 // POST /api/agent/publish `{ eventTypeId, endpointId?, sessionId?, payload }`: publish as one of the agent's
 // endpoints (endpointId may be left out when it holds exactly one), validated against the catalog's JSON schema
-// (400 with the schema error). Agent role on the endpoint (or Operator); audited.
+// (400 with the schema error). Agent role on the endpoint (or Operator); audited. A retry of a publish made is
+// answered its first outcome with `replayed: true`, not sent again (server/agent/publishRecords.ts).
 import { agentCall, agentInput } from '../../../../server/agent/call.ts';
+import { principalKey } from '../../../../server/auth/principal.ts';
 import { publishAsAgent } from '../../../../server/agent/publish.ts';
 import { publishBody } from '../../../../server/agent/schemas.ts';
 import { agentEndpointOf } from '../../../../server/agent/whoami.ts';
@@ -21,8 +23,8 @@ export function POST(request: Request): Promise<Response> {
       'agent.publish',
       endpointId,
       { target: `publish ${body.eventTypeId}` },
-      (ctx) => publishAsAgent(ctx, endpointId, body.eventTypeId, body.payload, body.sessionId),
-      (p) => ({ eventTypeId: p.eventTypeId, messageId: p.messageId, sessionId: p.sessionId }),
+      (ctx, who) => publishAsAgent(ctx, endpointId, body.eventTypeId, body.payload, body.sessionId, principalKey(who.principal)),
+      (p) => ({ eventTypeId: p.eventTypeId, messageId: p.messageId, sessionId: p.sessionId, ...(p.replayed ? { replayed: true } : {}) }),
     );
     return json(r);
   });
