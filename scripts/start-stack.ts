@@ -194,7 +194,13 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       const recovery = server.recovery;
       // Replayed journal records, or a cut one (even with no whole record before it): not a clean stop.
       uncleanStop = recovery?.unclean ?? false;
-      if (recovery?.truncated)
+      if (recovery?.damaged)
+        // Not a torn last write: acknowledged records after the damage were not restored; the copy holds them.
+        log('cosmos').error(
+          { ...recovery.damaged },
+          `the store's journal is damaged in the middle: ${recovery.damaged.recordsAfter} records after the damage are not restored; the whole journal was copied to ${recovery.damaged.kept} before it was cut`,
+        );
+      else if (recovery?.truncated)
         log('cosmos').warn(
           {},
           `the store's journal ended in a damaged record (a crash mid-write?), cut off: ${recovery.truncated}`,
