@@ -5,11 +5,12 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createServiceBusBroker } from './broker/index.ts';
+import { processStartTime } from './broker/data-dir-lock.ts';
 import { startEmulator } from './index.ts';
 
 const INDEX = fileURLToPath(new URL('./index.ts', import.meta.url));
@@ -83,6 +84,34 @@ describe('data directory lock', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  test(
+    "a lock whose pid runs with another start time is stale and taken over; with the owner's start time it holds",
+    // The start time is read from /proc (Linux); elsewhere the pid alone decides.
+    { skip: !existsSync('/proc/self/stat') && 'no /proc' },
+    async () => {
+      // Before, the pid alone decided: a lock whose pid now belongs to another process (after a reboot or a
+      // container restart) held the directory for good. The parent process runs and is not this one (a lock with
+      // this process's own pid is always taken over, see data-dir-lock.ts); its start time is what /proc says.
+      const dir = mkdtempSync(join(tmpdir(), 'nimbus-lock-'));
+      try {
+        const start = processStartTime(process.ppid);
+        assert.match(start ?? '', /^\d+$/);
+        const lock = { pid: process.ppid, token: 'reused-pid', dir: realpathSync(dir) };
+        writeFileSync(join(dir, '.lock'), JSON.stringify({ ...lock, start: String(BigInt(start!) + 1n) }));
+        const taken = await createServiceBusBroker({ dataDir: dir });
+        // Taken over: the lock is now this process's, with its own start time.
+        const mine = JSON.parse(readFileSync(join(dir, '.lock'), 'utf8')) as { pid: number; start?: string };
+        assert.equal(mine.pid, process.pid);
+        assert.equal(mine.start, processStartTime(process.pid));
+        await taken.close();
+        writeFileSync(join(dir, '.lock'), JSON.stringify({ ...lock, start }));
+        await assert.rejects(createServiceBusBroker({ dataDir: dir }), new RegExp(`in use by process ${process.ppid}`));
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 
   test('a lock copied with its directory does not hold the copy; one naming this directory does', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'nimbus-lock-'));

@@ -61,7 +61,11 @@ try {
         : String(err),
   );
 }
-if (cosmos.recovery?.truncated)
+if (cosmos.recovery?.damaged)
+  console.error(
+    `cosmos: the journal ${cosmos.recovery.damaged.file} is damaged in the middle (line ${cosmos.recovery.damaged.line}, byte ${cosmos.recovery.damaged.offset}): ${cosmos.recovery.damaged.recordsAfter} records after it are not restored; the whole journal was copied to ${cosmos.recovery.damaged.kept} before it was cut`,
+  );
+else if (cosmos.recovery?.truncated)
   console.warn(`cosmos: the journal was damaged at its end: ${cosmos.recovery.truncated}`);
 if (cosmos.recovery)
   console.log(

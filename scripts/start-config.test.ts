@@ -46,6 +46,18 @@ describe('start configuration', () => {
     assert.doesNotMatch(bad, /short key!/);
   });
 
+  test('NIMBUS_EMULATOR_TLS_PORT: an AMQPS listener for the emulator, on a port of its own', () => {
+    const c = ok({ NIMBUS_EMULATOR_TLS_PORT: '7443' });
+    assert.equal(c.serviceBus.kind === 'embedded' && c.serviceBus.tlsPort, 7443);
+    const any = ok({ NIMBUS_EMULATOR_TLS_PORT: '0' }).serviceBus;
+    assert.equal(any.kind === 'embedded' && any.tlsPort, 0, '0: any free port (the console is told the real one)');
+    assert.equal('tlsPort' in ok({}).serviceBus, false, 'unset: no AMQPS listener');
+    assert.match(message({ NIMBUS_EMULATOR_TLS_PORT: 'tls' }), /NIMBUS_EMULATOR_TLS_PORT must be a port number/);
+    assert.match(message({ NIMBUS_EMULATOR_TLS_PORT: '5672' }), /NIMBUS_EMULATOR_TLS_PORT and NIMBUS_EMULATOR_PORT are both 5672/);
+    assert.match(message({ NIMBUS_EMULATOR_TLS_PORT: '8081' }), /NIMBUS_EMULATOR_TLS_PORT and NIMBUS_COSMOS_PORT are both 8081/);
+    assert.match(message({ NIMBUS_EMULATOR_TLS_PORT: '3000' }), /NIMBUS_EMULATOR_TLS_PORT and PORT are both 3000/);
+  });
+
   test('connection settings: external services, no embedded server, demo off by default', () => {
     const c = ok({
       NIMBUS_SERVICEBUS_CONNECTION_STRING: AZURE_SB,

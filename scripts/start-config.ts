@@ -12,6 +12,8 @@ export type ServiceBusSetting =
       /** Absent: the emulator keeps messages in memory only (tests). */ dataDir?: string;
       /** NIMBUS_EMULATOR_KEY: the namespace key, so that other tools can connect; absent = random per start. */
       key?: string;
+      /** NIMBUS_EMULATOR_TLS_PORT: also an AMQPS listener there (0 = any free port); absent = none. */
+      tlsPort?: number;
     }
   | { kind: 'external'; connectionString: string; /** host name, safe to log */ host: string };
 
@@ -72,6 +74,17 @@ const port = (name: string, fallback: number) =>
       .transform((v) => v ?? fallback),
   );
 
+/** A port that may be left unset (undefined). */
+const optionalPort = (name: string) =>
+  optionalText.pipe(
+    z
+      .string()
+      .regex(/^\d{1,5}$/, `${name} must be a port number (0-65535)`)
+      .transform(Number)
+      .refine((n) => n <= 65535, `${name} must be a port number (0-65535)`)
+      .optional(),
+  );
+
 const flag = (name: string) =>
   optionalText.pipe(
     z
@@ -102,6 +115,7 @@ const envSchema = z.object({
   NIMBUS_CATALOG: optionalText.transform((v) => v ?? 'catalog/demo.json'),
   NIMBUS_DATA_DIR: optionalText.transform((v) => v ?? '.nimbus'),
   NIMBUS_EMULATOR_PORT: port('NIMBUS_EMULATOR_PORT', 5672),
+  NIMBUS_EMULATOR_TLS_PORT: optionalPort('NIMBUS_EMULATOR_TLS_PORT'),
   // Checked here with the emulator's own rule, so a bad key is one sentence before anything starts. Never echoed.
   NIMBUS_EMULATOR_KEY: optionalText.pipe(
     z
@@ -196,6 +210,7 @@ export function parseStartConfig(env: NodeJS.ProcessEnv): ConfigResult {
       port: e.NIMBUS_EMULATOR_PORT,
       dataDir: e.NIMBUS_DATA_DIR,
       ...(e.NIMBUS_EMULATOR_KEY ? { key: e.NIMBUS_EMULATOR_KEY } : {}),
+      ...(e.NIMBUS_EMULATOR_TLS_PORT !== undefined ? { tlsPort: e.NIMBUS_EMULATOR_TLS_PORT } : {}),
     };
   }
 
@@ -223,6 +238,20 @@ export function parseStartConfig(env: NodeJS.ProcessEnv): ConfigResult {
       ok: false,
       message: `NIMBUS_EMULATOR_PORT and NIMBUS_COSMOS_PORT are both ${e.NIMBUS_EMULATOR_PORT}: the two embedded servers need different ports`,
     };
+  }
+  if (serviceBus.kind === 'embedded' && serviceBus.tlsPort !== undefined && serviceBus.tlsPort !== 0) {
+    const taken = (
+      [
+        ['NIMBUS_EMULATOR_PORT', serviceBus.port],
+        ['NIMBUS_COSMOS_PORT', cosmos.kind === 'embedded' ? cosmos.port : undefined],
+        ['PORT', e.PORT],
+      ] as const
+    ).find(([, value]) => value === serviceBus.tlsPort);
+    if (taken)
+      return {
+        ok: false,
+        message: `NIMBUS_EMULATOR_TLS_PORT and ${taken[0]} are both ${serviceBus.tlsPort}: the emulator's AMQPS listener needs a port of its own`,
+      };
   }
   const auth: AuthMode = e.NIMBUS_AUTH ?? 'off';
 

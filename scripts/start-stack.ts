@@ -129,6 +129,8 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     checkInterrupted();
     // 1. Service Bus: the embedded emulator, or the namespace from the connection string.
     let connectionString: string;
+    // The port the emulator's AMQPS listener got, when it has one: the console refuses it as an alert target.
+    let emulatorTlsPort: number | undefined;
     if (config.serviceBus.kind === 'embedded') {
       const dataDir =
         config.serviceBus.dataDir === undefined ? undefined : join(config.serviceBus.dataDir, 'servicebus');
@@ -141,6 +143,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
           // Its own records (e.g. a journal damaged at start-up) go to the start log; without this it logs nothing.
           logger: emulatorLogger(log('emulator')),
           ...(config.serviceBus.key !== undefined ? { key: config.serviceBus.key } : {}),
+          ...(config.serviceBus.tlsPort !== undefined ? { tlsPort: config.serviceBus.tlsPort } : {}),
         });
       } catch (error) {
         if (isAddressInUse(error)) {
@@ -153,6 +156,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       }
       started.push({ component: 'emulator', stop: () => emulator.close() });
       connectionString = emulator.connectionString;
+      emulatorTlsPort = emulator.tls?.port;
       log('emulator').info(
         { address: `127.0.0.1:${emulator.port}`, data: dataDir ?? 'memory only' },
         config.serviceBus.key !== undefined
@@ -194,7 +198,13 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       const recovery = server.recovery;
       // Replayed journal records, or a cut one (even with no whole record before it): not a clean stop.
       uncleanStop = recovery?.unclean ?? false;
-      if (recovery?.truncated)
+      if (recovery?.damaged)
+        // Not a torn last write: acknowledged records after the damage were not restored; the copy holds them.
+        log('cosmos').error(
+          { ...recovery.damaged },
+          `the store's journal is damaged in the middle: ${recovery.damaged.recordsAfter} records after the damage are not restored; the whole journal was copied to ${recovery.damaged.kept} before it was cut`,
+        );
+      else if (recovery?.truncated)
         log('cosmos').warn(
           {},
           `the store's journal ended in a damaged record (a crash mid-write?), cut off: ${recovery.truncated}`,
@@ -349,7 +359,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       consoleUrl = await startConsolePart(
         options,
         root,
-        { connectionString, cosmos, log: log('console') },
+        { connectionString, emulatorTlsPort, cosmos, log: log('console') },
         started,
       );
       if (consoleUrl && runningDemo && ledgerViaAgentApi) runningDemo.connectLedgerAgent({ consoleUrl });
@@ -386,7 +396,12 @@ type ConsoleModule = { startConsole?: (o: StartConsoleOptions) => Promise<Runnin
 async function startConsolePart(
   options: StackOptions,
   root: string,
-  parts: { connectionString: string; cosmos: { endpoint: string; key: string }; log: Logger },
+  parts: {
+    connectionString: string;
+    emulatorTlsPort: number | undefined;
+    cosmos: { endpoint: string; key: string };
+    log: Logger;
+  },
   started: Stoppable[],
 ): Promise<string | undefined> {
   const { config } = options;
@@ -414,6 +429,9 @@ async function startConsolePart(
     NIMBUS_COSMOS_DATABASE: config.database,
     NIMBUS_CATALOG: resolve(config.catalogPath),
     NIMBUS_AUTH: config.auth,
+    // The ports the emulator listens on are never an alert target (server/alerts/channelTarget.ts): the plain one is
+    // the connection string's; the AMQPS one, when there is one, is this (the real one, also when 0 was asked).
+    ...(parts.emulatorTlsPort !== undefined ? { NIMBUS_EMULATOR_TLS_PORT: String(parts.emulatorTlsPort) } : {}),
   };
   try {
     const running = await module.startConsole({

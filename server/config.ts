@@ -61,6 +61,17 @@ export const consoleEnvSchema = z.object({
   // How many days an ended bulk job's documents (the job, its control, its frozen selection) are kept before the
   // runner deletes them (server/operations/prune.ts).
   NIMBUS_JOB_RETENTION_DAYS: wholeNumber('NIMBUS_JOB_RETENTION_DAYS', 'days', 1, 3650, 'ten years', DEFAULT_JOB_RETENTION_DAYS),
+  // The local emulator's AMQPS port, never an alert target (server/alerts/channelTarget.ts reads it where a notice is
+  // checked); `npm start` sets it to the port its emulator listens on. Checked here so a typo is not silently 5671.
+  NIMBUS_EMULATOR_TLS_PORT: z.preprocess(
+    (v) => (typeof v === 'string' && v.trim() === '' ? undefined : v),
+    z
+      .string()
+      .trim()
+      .regex(/^\d{1,5}$/, 'NIMBUS_EMULATOR_TLS_PORT must be a port number (1-65535)')
+      .refine((v) => Number(v) >= 1 && Number(v) <= 65535, 'NIMBUS_EMULATOR_TLS_PORT must be a port number (1-65535)')
+      .optional(),
+  ),
 });
 
 export interface ConsoleConfig {

@@ -189,6 +189,9 @@ test('a torn journal tail is cut off with a message; the valid prefix stays and 
     again.recovery?.truncated ?? '',
     /journal-\d+\.ndjson record \d+: .*kept the \d+ valid records before it/,
   );
+  // A torn last write was never acknowledged: no copy is kept of it.
+  assert.equal(again.recovery?.damaged, undefined);
+  assert.deepEqual(readdirSync(dir).filter((f) => f.includes('.damaged-')), []);
   const c2 = await container(again.endpoint, again.key);
   const rows = await all(c2);
   assert.deepEqual(
@@ -217,6 +220,50 @@ test('a corrupt record (bad checksum) stops the replay there and says so', async
     (await all(await container(again.endpoint, again.key))).map((r) => r.id),
     ['ok'],
   );
+});
+
+test('a journal damaged in the middle is copied aside, byte for byte, before the start cuts it, and the start says so', async () => {
+  // Before, the start cut the journal at the damaged record and the acknowledged records after it were gone, with
+  // no copy anywhere; only a torn last write may be cut without one.
+  const dir = dataDir();
+  const first = await startChild(dir);
+  const c1 = await container(first.endpoint, 'a2V5');
+  for (let i = 0; i < 8; i++) await c1.items.create({ id: `m${i}`, pk: 'p', n: i });
+  await first.kill();
+  const name = readdirSync(dir).find((f) => f.startsWith('journal-'))!;
+  const path = join(dir, name);
+  const original = readFileSync(path);
+  // One flipped bit in the record that created m3: the records of m4..m7 after it are whole and valid.
+  const lines = original.toString('latin1').split('\n');
+  const index = lines.findIndex((l) => l.includes('"id":"m3"'));
+  assert.ok(index > 0 && index < lines.length - 2, 'the damaged record has good ones after it');
+  const offset = lines.slice(0, index).join('\n').length + 1;
+  const damaged = Buffer.from(original);
+  const at = offset + lines[index]!.length - 5;
+  damaged[at] = damaged[at]! ^ 0x01;
+  writeFileSync(path, damaged);
+
+  const again = await start(dir);
+  const report = again.recovery?.damaged;
+  assert.ok(report, `the start reports damage in the middle: ${again.recovery?.truncated}`);
+  assert.equal(report.file, path);
+  assert.equal(report.line, index + 1);
+  assert.equal(report.offset, offset);
+  assert.equal(report.recordsAfter, lines.length - 2 - index, 'every record after the damaged one (the file ends with a newline)');
+  assert.match(report.kept, /journal-\d+\.damaged-\d{4}-\d\d-\d\dT[\d-]+Z\.ndjson$/);
+  assert.deepEqual(readFileSync(report.kept), damaged, 'the copy holds the journal as it was, every record after the damage included');
+  assert.ok(again.recovery?.truncated?.includes(`copied to ${report.kept}`), again.recovery?.truncated);
+  assert.ok(!again.recovery?.truncated?.includes('"id"'), 'no document contents in the report');
+  assert.equal(statSync(path).size, offset, 'the journal itself is cut at the damaged record');
+  assert.deepEqual(
+    (await all(await container(again.endpoint, again.key))).map((r) => r.id),
+    ['m0', 'm1', 'm2'],
+  );
+  // The copy is never replayed nor removed: a clean stop and another start leave it, and report nothing.
+  await again.close();
+  const third = await start(dir);
+  assert.equal(third.recovery?.damaged, undefined);
+  assert.deepEqual(readFileSync(report.kept), damaged);
 });
 
 test('compaction into snapshots while writing keeps every document', async () => {
@@ -329,6 +376,44 @@ test('a write the disk cannot take whole is a 503, cut back from the journal; la
   await c1.items.create({ id: 'before', pk: 'p', n: 0 });
   const journal = join(dir, readdirSync(dir).find((f) => f.startsWith('journal-'))!);
   await fullDiskRefusesThenLaterWritesSurvive(dir, disk, c1, journal, ['after-1', 'after-2', 'before', 'full']);
+});
+
+test('while the disk is full, reads are answered from memory and only writes are refused', async () => {
+  // Before, a refused write stayed queued and every later response tried to write it first: reads got the same 503
+  // as writes until space came back.
+  const dir = dataDir();
+  const disk = smallDisk();
+  const first = await start(dir, undefined, disk.write);
+  const c1 = await container(first.endpoint, first.key);
+  await c1.items.create({ id: 'before', pk: 'p', n: 0 });
+  disk.room = 0;
+  const refused = (e: { code?: unknown }) => {
+    assert.equal(e.code, 503, 'not acknowledged');
+    return true;
+  };
+  await assert.rejects(c1.items.upsert({ id: 'full', pk: 'p', n: 1 }), refused);
+  // Reads: a point read, a query, a read of the container.
+  const { resource, statusCode } = await c1.item('before', 'p').read<Row>();
+  assert.equal(statusCode, 200);
+  assert.equal(resource?.n, 0);
+  const { resources } = await c1.items.query<Row>({ query: 'SELECT * FROM c WHERE c.id = @id', parameters: [{ name: '@id', value: 'before' }] }).fetchAll();
+  assert.deepEqual(resources.map((r) => r.id), ['before']);
+  assert.equal((await c1.read()).statusCode, 200);
+  // Writes stay refused while the disk is full: a replace, a delete.
+  await assert.rejects(c1.item('before', 'p').replace({ id: 'before', pk: 'p', n: 9 }), refused);
+  await assert.rejects(c1.item('before', 'p').delete(), refused);
+  // Space is back: the next write is acknowledged, with the queued changes.
+  disk.room = Number.POSITIVE_INFINITY;
+  await c1.items.upsert({ id: 'after', pk: 'p', n: 2 });
+  const copy = dataDir();
+  cpSync(dir, copy, { recursive: true });
+  const again = await start(copy);
+  assert.equal(again.recovery?.truncated, undefined);
+  assert.deepEqual(
+    (await all(await container(again.endpoint, again.key))).map((r) => r.id),
+    ['after', 'full'],
+    'what memory held when the write succeeded: the refused delete of before was applied in memory, as a refused write is',
+  );
 });
 
 test('after a compaction, a write the disk cannot take whole is cut back and later acknowledged writes survive', async () => {

@@ -19,12 +19,14 @@
 //   and at a clean close. Replaying after-images is idempotent, which is what makes this simple: a journal that
 //   a crash left beside a newer snapshot changes nothing when replayed again.
 // - A torn or corrupt journal tail (a crash mid-write, a damaged disk) is found by the line's CRC-32 and length: the
-//   valid prefix is kept, the rest cut off, and the start says so. A damaged *snapshot* is not a torn write (it is
+//   valid prefix is kept, the rest cut off, and the start says so. Damage in the middle (valid records after the bad
+//   one: acknowledged writes) is cut the same way, but only after a copy of the whole journal is kept aside. A damaged *snapshot* is not a torn write (it is
 //   synced before it is renamed into place): the start refuses it and changes nothing, since the next compaction
 //   would otherwise replace the only copy of the documents after the damage.
 // - Every write is written whole or not at all: a short write (a nearly full disk) is continued, and a failed one
 //   is cut back (ftruncate) so the journal never holds a partial record before later good ones. A response whose
-//   changes could not be written is a 503, never an acknowledgement. Every write names its file offset (pwrite):
+//   changes could not be written is a 503, never an acknowledgement; a read (which acknowledges nothing) is still
+//   answered from memory meanwhile. Every write names its file offset (pwrite):
 //   the cut-back moves no descriptor's position.
 //
 // Journaling at the model (not replaying HTTP requests) is what keeps `_etag`/`_ts` stable and needs no second
@@ -32,6 +34,7 @@
 import {
   closeSync,
   constants as fsConstants,
+  copyFileSync,
   existsSync,
   fsyncSync,
   mkdirSync,
@@ -97,6 +100,20 @@ export interface JournalRecovery {
   records: number;
   /** Set when a torn or corrupt journal tail was cut off: which file, which record, what was dropped. */
   truncated?: string;
+  /**
+   * Set when the journal was damaged in the middle (an invalid record with valid ones after it): those later records
+   * were acknowledged, so the whole journal was copied to `kept` before the cut. No document contents.
+   */
+  damaged?: {
+    file: string;
+    /** The damaged record's line (1-based; a journal has one record per line). */
+    line: number;
+    /** Its byte offset: where the journal was cut. */
+    offset: number;
+    /** Valid records after it, not replayed: they are in the copy only. */
+    recordsAfter: number;
+    kept: string;
+  };
   /**
    * The last stop was not clean: journal records were replayed (no clean stop compacted them) or a damaged tail
    * was cut off. Buffered state derived from the documents (the store's counters) may then be behind.
@@ -289,11 +306,16 @@ interface ReadResult {
   validBytes: number;
   totalBytes: number;
   problem?: string;
+  /**
+   * With a problem: how many whole, valid records follow the invalid one (not replayed). More than 0 means damage in
+   * the middle, not a torn last write: those records were acknowledged.
+   */
+  validAfter?: number;
 }
 
 /**
  * Reads a file's records in order from byte `from` (after a snapshot's header line), calling `onOps` for each
- * valid one; stops at the first invalid one.
+ * valid one; stops replaying at the first invalid one, and only counts the valid records after it.
  */
 function readRecords(path: string, from: number, onOps: (ops: Op[]) => void): ReadResult {
   const fd = openSync(path, 'r');
@@ -304,6 +326,9 @@ function readRecords(path: string, from: number, onOps: (ops: Op[]) => void): Re
     let offset = from;
     let validBytes = from;
     let records = 0;
+    let problem: string | undefined;
+    let validAfter = 0;
+    const countOnly = () => undefined;
     for (;;) {
       const n = readSync(fd, chunk, 0, chunk.length, offset);
       if (n === 0) break;
@@ -313,20 +338,67 @@ function readRecords(path: string, from: number, onOps: (ops: Op[]) => void): Re
       for (;;) {
         const nl = buf.indexOf(10, start);
         if (nl < 0) break;
-        const problem = decodeLine(buf.subarray(start, nl), onOps);
-        if (problem) return { records, validBytes, totalBytes, problem: `record ${records + 1}: ${problem}` };
-        records += 1;
-        validBytes += nl - start + 1;
+        const line = buf.subarray(start, nl);
         start = nl + 1;
+        if (problem !== undefined) {
+          // Past the damage: a record that checks here tells damage in the middle from a torn tail.
+          if (decodeLine(line, countOnly) === undefined) validAfter += 1;
+          continue;
+        }
+        const lineProblem = decodeLine(line, onOps);
+        if (lineProblem) {
+          problem = `record ${records + 1}: ${lineProblem}`;
+          continue;
+        }
+        records += 1;
+        validBytes += line.length + 1;
       }
       // Copy the unfinished line: `chunk` is reused by the next read.
       carry = Buffer.from(buf.subarray(start));
     }
-    if (carry.length > 0)
-      return { records, validBytes, totalBytes, problem: `record ${records + 1}: no end of line` };
-    return { records, validBytes, totalBytes };
+    if (problem === undefined && carry.length > 0) problem = `record ${records + 1}: no end of line`;
+    return problem === undefined
+      ? { records, validBytes, totalBytes }
+      : { records, validBytes, totalBytes, problem, validAfter };
   } finally {
     closeSync(fd);
+  }
+}
+
+/** The name of a kept copy of a damaged journal: beside it, but never matched by JOURNAL_PATTERN (never replayed or removed). */
+export function damagedJournalName(journal: string, at: Date, attempt = 1): string {
+  // No ':' in the name: Windows does not allow it in a file name.
+  const stamp = at.toISOString().replace(/[:.]/g, '-');
+  return `${journal.replace(/\.ndjson$/, '')}.damaged-${stamp}${attempt > 1 ? `-${attempt}` : ''}.ndjson`;
+}
+
+/**
+ * Copies a journal byte for byte to a new file beside it, synced with its folder entry, and returns the copy's path:
+ * the cut that follows removes the records after the damage from the journal. An earlier copy is never overwritten.
+ */
+function keepDamagedJournal(dir: string, name: string, at: Date = new Date()): string {
+  for (let attempt = 1; ; attempt++) {
+    const kept = join(dir, damagedJournalName(name, at, attempt));
+    try {
+      copyFileSync(join(dir, name), kept, fsConstants.COPYFILE_EXCL);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') continue;
+      throw error;
+    }
+    // Read-only is enough for fsync (and a copy of a read-only journal cannot be opened for writing).
+    const fd = openSync(kept, 'r');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    const dirFd = openSync(dir, 'r');
+    try {
+      fsyncSync(dirFd);
+    } finally {
+      closeSync(dirFd);
+    }
+    return kept;
   }
 }
 
@@ -429,10 +501,15 @@ export class EmbeddedJournal {
       // Before the answer leaves: the changes it acknowledges (and any other request's, all complete) on disk. When
       // they cannot be written, the answer is a 503 instead: its changes stay pending (in memory, written by the
       // next flush that succeeds) but nobody is told they are durable; the client retries.
+      // A read changes nothing, so it acknowledges nothing: when the queued changes of earlier refused writes still
+      // cannot be written (the disk is full), it is answered from memory all the same. Before, every response tried
+      // that write first and every request, reads included, was a 503 until space came back.
+      const read = isRead(req);
       res.end = ((...args: unknown[]) => {
         try {
           journal.flush();
         } catch (error) {
+          if (read) return end(...args);
           return refuse(res, end, error);
         }
         return end(...args);
@@ -687,6 +764,7 @@ export class EmbeddedJournal {
       .filter((j) => Number.isInteger(j.generation))
       .sort((a, b) => a.generation - b.generation);
     let appendTo: { path: string; bytes: number } | undefined;
+    let damaged: JournalRecovery['damaged'];
     for (const j of journals) {
       const path = join(this.dir, j.name);
       if (j.generation < generation) {
@@ -698,8 +776,25 @@ export class EmbeddedJournal {
       generation = j.generation;
       appendTo = { path, bytes: r.validBytes };
       if (r.problem) {
+        let keptNote = '';
+        if ((r.validAfter ?? 0) > 0) {
+          // Damage in the middle, not a torn last write: the records after it were acknowledged, and the cut below
+          // removes them. Replaying past the damage could build a state that never existed, so they are not
+          // replayed; a copy of the whole journal is kept aside first, as the emulator does. When no copy can be
+          // made the start stops with the journal untouched rather than cut the only one.
+          try {
+            const kept = keepDamagedJournal(this.dir, j.name);
+            damaged = { file: path, line: r.records + 1, offset: r.validBytes, recordsAfter: r.validAfter!, kept };
+            keptNote = `; it is damaged in the middle (${r.validAfter} valid records after it, not replayed): the whole journal was copied to ${kept} first`;
+          } catch (error) {
+            throw new Error(
+              `${path} is damaged at ${r.problem} (line ${r.records + 1}, byte ${r.validBytes}) with ${r.validAfter} valid records after it, and keeping a copy before cutting it failed, so the start stops with the journal untouched: ${errorText(error)}`,
+              { cause: error },
+            );
+          }
+        }
         problems.push(
-          `${path} ${r.problem}: kept the ${r.records} valid records before it, cut off ${r.totalBytes - r.validBytes} bytes`,
+          `${path} ${r.problem}: kept the ${r.records} valid records before it, cut off ${r.totalBytes - r.validBytes} bytes${keptNote}`,
         );
         // Cut the bad tail so that appends continue right after the valid prefix.
         const fd = openSync(path, 'r+');
@@ -732,8 +827,18 @@ export class EmbeddedJournal {
       unclean: records > 0 || problems.length > 0,
       ms: Date.now() - started,
       ...(problems.length ? { truncated: problems.join('; ') } : {}),
+      ...(damaged ? { damaged } : {}),
     };
   }
+}
+
+/**
+ * Whether a request only reads (Cosmos REST): GET and HEAD, and a query (a POST marked `x-ms-documentdb-isquery`).
+ * Every other POST (create, upsert, batch, bulk, stored procedure), PUT, PATCH and DELETE may change the model.
+ */
+function isRead(req: IncomingMessage): boolean {
+  if (req.method === 'GET' || req.method === 'HEAD') return true;
+  return req.method === 'POST' && String(req.headers['x-ms-documentdb-isquery'] ?? '').toLowerCase() === 'true';
 }
 
 /** Answers a request whose changes could not be written: a 503 (nothing acknowledged), or a reset connection. */

@@ -8,6 +8,7 @@
 // sent, since a name can point elsewhere by then), and for the channel list's flag on a stored channel (alertStore.ts
 // refusedAtSend): every rule of where a notice may go is in this file, so the three cannot disagree.
 import { BlockList, isIP } from 'node:net';
+import { z } from 'zod';
 import { isLoopbackName, isUnspecifiedAddress } from '../../lib/net/loopback.ts';
 
 /**
@@ -31,11 +32,27 @@ PLATFORM.addAddress('100.100.100.200', 'ipv4');
 const PLATFORM_NAMES = new Set(['metadata.google.internal', 'metadata']);
 
 /**
- * The AMQPS port of the Service Bus emulator (`npm run emulator -- --tls-port 5671`, Azure's AMQPS port): its TLS
- * listener serves the same admin plane as the plain port, and the console's connection string names only the
- * plain one. Refused on loopback whenever the Service Bus endpoint is on this machine.
+ * The AMQPS port of the Service Bus emulator: its TLS listener serves the same admin plane as the plain port (the
+ * plain port serves AMQP and the admin plane both, and is the connection string's), and the connection string names
+ * only the plain one. Which port that is comes from NIMBUS_EMULATOR_TLS_PORT: `npm start` sets it for its console to
+ * the port its emulator listens on (`--tls-port 0` included); for an emulator started on its own with
+ * `npm run emulator -- --tls-port P` it is set by hand. Unset, 5671 (the documented one, Azure's AMQPS port): a
+ * console cannot ask an emulator it did not start. Refused on loopback whenever the Service Bus endpoint is on this
+ * machine. Before, 5671 alone was refused, and an emulator on another TLS port was a channel's target.
  */
-const EMULATOR_TLS_PORT = 5671;
+const DEFAULT_EMULATOR_TLS_PORT = 5671;
+const tlsPortSetting = z
+  .string()
+  .trim()
+  .regex(/^\d{1,5}$/)
+  .transform(Number)
+  .refine((n) => n > 0 && n <= 65535);
+
+/** The emulator's AMQPS port (NIMBUS_EMULATOR_TLS_PORT; the console's configuration refuses a bad one on start). */
+function emulatorTlsPort(env: Record<string, string | undefined>): number {
+  const parsed = tlsPortSetting.safeParse(env.NIMBUS_EMULATOR_TLS_PORT);
+  return parsed.success ? parsed.data : DEFAULT_EMULATOR_TLS_PORT;
+}
 
 /** Whether a host name as written is a platform name (PLATFORM_NAMES; any case, a trailing dot or not). */
 export const isPlatformName = (host: string): boolean => PLATFORM_NAMES.has(host.trim().toLowerCase().replace(/\.$/, ''));
@@ -72,8 +89,8 @@ const portOf = (url: URL): number => (url.port !== '' ? Number(url.port) : url.p
 
 /**
  * The ports of the console's own servers on this machine: the Cosmos endpoint and the Service Bus endpoint when they
- * are on loopback (the embedded ones; Azure's are not on this machine) with the emulator's AMQPS port, and the
- * console's own port (PORT, 3000).
+ * are on loopback (the embedded ones; Azure's are not on this machine) with the emulator's AMQPS port
+ * (emulatorTlsPort), and the console's own port (PORT, 3000).
  */
 export function ownServerPorts(env: Record<string, string | undefined> = process.env): Set<number> {
   const ports = new Set<number>();
@@ -86,7 +103,7 @@ export function ownServerPorts(env: Record<string, string | undefined> = process
     return true;
   };
   add(env.NIMBUS_COSMOS_ENDPOINT);
-  if (add(/(?:^|;)\s*Endpoint=([^;]+)/i.exec(env.NIMBUS_SERVICEBUS_CONNECTION_STRING ?? '')?.[1]?.trim())) ports.add(EMULATOR_TLS_PORT);
+  if (add(/(?:^|;)\s*Endpoint=([^;]+)/i.exec(env.NIMBUS_SERVICEBUS_CONNECTION_STRING ?? '')?.[1]?.trim())) ports.add(emulatorTlsPort(env));
   const consolePort = Number(env.PORT ?? 3000);
   if (Number.isInteger(consolePort) && consolePort > 0) ports.add(consolePort);
   return ports;

@@ -201,3 +201,27 @@ test("the emulator's AMQPS port (5671) is an own server's port whenever the Serv
     message: new RegExp(`channel 'old-slack' \\(slack\\): the URL names ${OWN_SERVER.source}`),
   });
 });
+
+test("the refused AMQPS port is the one the local emulator listens on (NIMBUS_EMULATOR_TLS_PORT), not 5671 always", async () => {
+  // An emulator started with `--tls-port 7443` (or by npm start with NIMBUS_EMULATOR_TLS_PORT): before, 5671 alone was
+  // refused and a channel aimed at 7443, the emulator's TLS admin plane, was accepted and connected to.
+  const sbEnv = (host: string, tlsPort?: string) => ({
+    ...env,
+    NIMBUS_SERVICEBUS_CONNECTION_STRING: `Endpoint=sb://${host}:6001;SharedAccessKeyName=k;SharedAccessKey=v`,
+    ...(tlsPort !== undefined ? { NIMBUS_EMULATOR_TLS_PORT: tlsPort } : {}),
+  });
+  assert.equal(hostProblem('127.0.0.1', 7443, sbEnv('localhost', '7443')), OWN_SERVER_REFUSAL);
+  assert.equal(hostProblem('[::1]', 7443, sbEnv('127.0.0.1', ' 7443 ')), OWN_SERVER_REFUSAL);
+  // The plain port (AMQP and the admin plane) is the connection string's, whatever it is.
+  assert.equal(hostProblem('127.0.0.1', 6001, sbEnv('localhost', '7443')), OWN_SERVER_REFUSAL);
+  // 5671 is nobody's then: the emulator does not listen there.
+  assert.equal(hostProblem('127.0.0.1', 5671, sbEnv('localhost', '7443')), null);
+  // Unset (or unreadable: the console's configuration refuses that on start), the documented 5671.
+  assert.equal(hostProblem('127.0.0.1', 5671, sbEnv('localhost')), OWN_SERVER_REFUSAL);
+  assert.equal(hostProblem('127.0.0.1', 5671, sbEnv('localhost', 'x')), OWN_SERVER_REFUSAL);
+  // Azure's namespace is not on this machine: the setting then names nobody's own server.
+  assert.equal(hostProblem('127.0.0.1', 7443, sbEnv('nimbus.servicebus.windows.net', '7443')), null);
+  await assert.rejects(sendNotice(storedSlack('https://127.0.0.1:7443/$namespaceinfo'), notice, { env: sbEnv('localhost', '7443'), timeoutMs: 2000 }), {
+    message: new RegExp(`channel 'old-slack' \\(slack\\): the URL names ${OWN_SERVER.source}`),
+  });
+});
