@@ -10,7 +10,9 @@
 // the wire), then cut, it resets the connection.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HandoffClient, Publisher, sessionKeysFromCatalog } from '@nimbus/sdk';
+import { ServiceBusClient } from '@azure/service-bus';
+import { pino } from 'pino';
+import { HandlerRegistry, HandoffClient, Publisher, SubscriberHost, sessionKeysFromCatalog } from '@nimbus/sdk';
 import type { CloseLogger } from '@nimbus/sdk/servicebus';
 import type { TcpFaultProxy } from '../../../server/testing/tcpFaultProxy.ts';
 import { endProcessAfterResults, eventually, withHarness } from './harness.ts';
@@ -37,20 +39,29 @@ function warnings(): { lines: string[]; logger: CloseLogger } {
 async function closeMeetsDrop(proxy: TcpFaultProxy, close: () => Promise<unknown>): Promise<'settled' | 'pending'> {
   proxy.silence();
   const before = proxy.silencedBytes;
-  const closing = close().then(
-    () => 'settled' as const,
-    () => 'settled' as const,
-  );
+  const closing = close();
+  await cutOnceHeld(proxy, before);
+  return settlesWithin(closing);
+}
+
+/** Waits until the silenced proxy holds more than a heartbeat beyond `before` (the detach), then resets it. */
+async function cutOnceHeld(proxy: TcpFaultProxy, before: number): Promise<void> {
   await eventually(
     () => (proxy.silencedBytes > before + EMPTY_FRAME_BYTES ? true : undefined),
     'the close on the wire, unanswered',
     20_000,
   );
   await proxy.cut();
+}
+
+async function settlesWithin(work: Promise<unknown>): Promise<'settled' | 'pending'> {
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([
-      closing,
+      work.then(
+        () => 'settled' as const,
+        () => 'settled' as const,
+      ),
       new Promise<'pending'>((r) => (timer = setTimeout(() => r('pending'), SETTLES_WITHIN_MS))),
     ]);
   } finally {
@@ -113,6 +124,53 @@ test("the clients' close that meets a dropped connection ends at its bound, with
       assert.match(lines.join('\n'), /closing the Service Bus client did not end within 2000 ms .*abandoned/);
     } finally {
       await proxy.close();
+    }
+  });
+});
+
+test("a host's start: the subscription check's connection close that meets a dropped connection ends at the host's bound", async () => {
+  await withHarness(async (h) => {
+    const { proxy, clients } = await proxiedClients(h);
+    // The host's own logger (pino), its warnings kept as JSON lines.
+    const lines: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+    // start() checks the subscriptions on a connection of its own (the probe) and closes it: the first client close
+    // during start() is the probe's, with its management link open. That close starts on a silenced connection.
+    const proto = ServiceBusClient.prototype;
+    const realClose = Object.getOwnPropertyDescriptor(proto, 'close')!;
+    let probeClosing!: (heldBefore: number) => void;
+    const closing = new Promise<number>((r) => (probeClosing = r));
+    let closes = 0;
+    Object.defineProperty(proto, 'close', {
+      ...realClose,
+      value: function (this: ServiceBusClient) {
+        if (++closes === 1) {
+          proxy.silence();
+          probeClosing(proxy.silencedBytes);
+        }
+        return (realClose.value as () => Promise<void>).call(this);
+      },
+    });
+    const host = new SubscriberHost({
+      client: clients.client,
+      endpointId: 'crm',
+      handlers: new HandlerRegistry(),
+      deferredProcessor: false,
+      operationTimeoutMs: CLOSE_TIMEOUT_MS,
+      logger,
+    });
+    try {
+      const starting = host.start();
+      await cutOnceHeld(proxy, await closing);
+      const outcome = await settlesWithin(starting);
+      assert.equal(outcome, 'settled', `host.start() had not settled ${SETTLES_WITHIN_MS} ms after the drop`);
+      await starting; // the subscriptions exist: the host started
+      assert.match(lines.join('\n'), /closing the subscription check connection did not end within 2000 ms .*abandoned/);
+    } finally {
+      Object.defineProperty(proto, 'close', realClose);
+      await proxy.close();
+      void host.stop().catch(() => undefined);
+      void clients.close().catch(() => undefined);
     }
   });
 });
