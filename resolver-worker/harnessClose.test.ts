@@ -5,7 +5,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { ResolverHarness } from './testHarness.ts';
+import { createServiceBusClients } from '@nimbus/sdk/servicebus';
+import { startEmulator } from '../emulator/index.ts';
+import { ResolverHarness, startStoreAndResolver } from './testHarness.ts';
 
 /** True when something still accepts connections on the port of `endpoint`. */
 function listening(endpoint: string): Promise<boolean> {
@@ -30,5 +32,21 @@ test('a step that throws is named, and the fault proxy and Cosmos after it are c
     // Only when the harness left them open (the old close): a second close of either is not needed otherwise.
     if (await listening(proxy.endpoint)) await proxy.close();
     if (await listening(h.cosmos.endpoint)) await h.cosmos.close();
+  }
+});
+
+test('startStoreAndResolver: a step that throws is named, and Cosmos after it is closed anyway', async () => {
+  const emulator = await startEmulator({ port: 0 });
+  const clients = createServiceBusClients(emulator.connectionString);
+  const started = await startStoreAndResolver(clients.client, 'harnessclose');
+  const storeClose = started.store.close.bind(started.store);
+  started.store.close = () => Promise.reject(new Error('injected close failure'));
+  try {
+    await assert.rejects(started.close(), /store close: Error: injected close failure/);
+    assert.equal(await listening(started.cosmosEndpoint), false, 'the embedded Cosmos server is closed');
+  } finally {
+    await storeClose().catch(() => undefined);
+    await clients.close();
+    await emulator.close();
   }
 });

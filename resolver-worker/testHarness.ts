@@ -25,12 +25,15 @@ export const testCatalog: Catalog = parseCatalog({
 
 /**
  * An embedded Cosmos store with a Resolver on it (test timings, silent), for a test that brings its own broker and
- * hosts (the SDK's e2e harness): what reaches the Resolver topic on `client` is recorded in `store`.
+ * hosts (the SDK's e2e harness): what reaches the Resolver topic on `client` is recorded in `store`. close() runs
+ * every step (the Resolver's stop, the store, Cosmos) bounded and named, as ResolverHarness.close does (closeSteps):
+ * a step that threw or hung (the Resolver's stop closes Service Bus links, whose close can hang when the broker
+ * drops the connection) used to leave Cosmos listening and the file's process alive.
  */
 export async function startStoreAndResolver(
   client: ServiceBusClient,
   database: string,
-): Promise<{ store: MessageStore; close(): Promise<void> }> {
+): Promise<{ store: MessageStore; cosmosEndpoint: string; close(stepBoundMs?: number): Promise<void> }> {
   const cosmos = await startEmbeddedCosmos({ port: 0 });
   const store = await createStore({ endpoint: cosmos.endpoint, key: cosmos.key, database });
   const resolver = startResolver({
@@ -43,11 +46,16 @@ export async function startStoreAndResolver(
   });
   return {
     store,
-    close: async () => {
-      await resolver.stop();
-      await store.close();
-      await cosmos.close();
-    },
+    cosmosEndpoint: cosmos.endpoint,
+    close: (stepBoundMs = CLOSE_STEP_BOUND_MS) =>
+      closeSteps(
+        [
+          { name: 'Resolver stop', run: () => resolver.stop() },
+          { name: 'store close', run: () => store.close() },
+          { name: 'Cosmos close', run: () => cosmos.close() },
+        ],
+        stepBoundMs,
+      ),
   };
 }
 

@@ -27,6 +27,7 @@ import { log as defaultLog } from '../log.ts';
 import type { PlatformDocs } from './platformDocs.ts';
 import { aliveSince, lastAnswerSeen, lastHandledAt, lastHandledAtForProbe, overdueVerdict, UNKNOWN_EVIDENCE_TIMEOUTS } from './evidence.ts';
 import { withSendSpan } from '@nimbus/sdk';
+import { boundedClose } from '@nimbus/sdk/servicebus';
 
 export const TICK_MS = 30_000;
 export const MIN_INTERVAL_SECONDS = 30;
@@ -239,7 +240,10 @@ export class HeartbeatService {
   async close(): Promise<void> {
     const senders = [...this.#senders.values()];
     this.#senders.clear();
-    await Promise.all(senders.map((s) => s.close().catch(() => undefined)));
+    // Bounded (30 s each): a close met by a dropped connection never ends (boundedClose), and shutdown waits for this.
+    await Promise.all(
+      senders.map((s) => boundedClose('closing a heartbeat sender', () => s.close(), { logger: this.#d.log }).catch(() => undefined)),
+    );
   }
 
   async settings(): Promise<HeartbeatSettings> {

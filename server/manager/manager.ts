@@ -37,6 +37,7 @@ import { isSizeRefusal, requireSendableSize } from '../messageSize.ts';
 import { log } from '../log.ts';
 import { auditorFields, buildCommand, COMMAND_ID_PREFIX, commandMessageId, commandType, handedOffBy, isManagerClaim, originatingOf, type Auditor, type BuiltCommand, type CommandSpec } from './commands.ts';
 import { withSendSpan } from '@nimbus/sdk';
+import { boundedClose } from '@nimbus/sdk/servicebus';
 import { limiter, type Limiter } from '../../lib/concurrency/limiter.ts';
 import { claimWasEdited, commandRecorded, type Asker, handoffMismatch, recordedHandoff, resubmitMismatch, rowSaysEdited, storedBeforeClaim, type StoredRequest } from './repeatConflict.ts';
 
@@ -181,9 +182,14 @@ export class Manager {
     this.#now = options.now ?? Date.now;
   }
 
+  /**
+   * Closes the sender, waiting at most SEND_TIMEOUT_MS: a close the broker had not answered when the connection
+   * dropped never ends by itself (boundedClose), and the console's shutdown (closeContext) waits for this one.
+   */
   async close(): Promise<void> {
-    await this.#sender?.close();
+    const sender = this.#sender;
     this.#sender = undefined;
+    if (sender) await boundedClose("closing the Manager's sender", () => sender.close(), { timeoutMs: SEND_TIMEOUT_MS, logger: log });
   }
 
   /**

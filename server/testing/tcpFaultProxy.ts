@@ -15,6 +15,11 @@ export interface TcpFaultProxy {
   readonly up: boolean;
   /** Connections accepted and forwarded so far (a reconnect after an outage counts again). */
   readonly accepted: number;
+  /**
+   * Bytes the clients sent on silenced connections, held unread by the proxy and never forwarded: the positive signal
+   * that a client wrote something (a detach, a settlement) that will not be answered.
+   */
+  readonly silencedBytes: number;
   /** Refuses new connections and resets the open ones until `restore()`. */
   cut(): Promise<void>;
   /**
@@ -67,6 +72,8 @@ export async function startTcpFaultProxy(target: { host?: string; port: number }
   let up = true;
   let silent = false;
   const silencers = new Set<() => void>();
+  /** The client ends of silenced connections: a paused socket still buffers what arrives (up to its high-water mark). */
+  const silencedClients = new Set<net.Socket>();
 
   const server = net.createServer((client) => {
     accepted++;
@@ -79,6 +86,7 @@ export async function startTcpFaultProxy(target: { host?: string; port: number }
       upstream.unpipe(client);
       client.pause();
       upstream.pause();
+      silencedClients.add(client);
     };
     // Either side failing ends both, as a real broken path would; errors are expected here, not test failures.
     const end = () => {
@@ -88,6 +96,7 @@ export async function startTcpFaultProxy(target: { host?: string; port: number }
     client.on('error', end).on('close', () => {
       sockets.delete(client);
       silencers.delete(silenceThis);
+      silencedClients.delete(client);
       end();
     });
     upstream.on('error', end).on('close', () => {
@@ -119,6 +128,11 @@ export async function startTcpFaultProxy(target: { host?: string; port: number }
     },
     get accepted() {
       return accepted;
+    },
+    get silencedBytes() {
+      let held = 0;
+      for (const s of silencedClients) held += s.readableLength;
+      return held;
     },
     async cut() {
       if (!up) return;

@@ -14,6 +14,8 @@ import { readHandoffToken } from './handoffToken.ts';
 import type { HandoffToken } from './handoffToken.ts';
 import { toServiceBusMessage } from './transport.ts';
 import { withSendSpan } from './tracing.ts';
+import { boundedClose, type CloseLogger } from './servicebus/boundedClose.ts';
+import { defaultSdkLogger } from './logger.ts';
 
 /** Where the pending event is: what the PendingHandoffResponse (and the console's event row) carries. */
 export const handoffCoordinatesSchema = z.object({
@@ -37,12 +39,24 @@ export class HandoffClientError extends Error {
   override readonly name: string = 'HandoffClientError';
 }
 
+export interface HandoffClientOptions {
+  /**
+   * The longest close() waits for the sender's link to close; default 30 s. A close the broker had not answered when
+   * the connection dropped never ends by itself (servicebus/boundedClose.ts); past this it is abandoned, with a warning.
+   */
+  closeTimeoutMs?: number;
+  /** Where that warning goes; default the SDK's logger (NIMBUS_LOG_LEVEL). */
+  logger?: CloseLogger;
+}
+
 /** Settles handoffs on the bus; needs the operator-level Send on `Manager` (agents: use ConsoleHandoffClient). */
 export class HandoffClient {
   private readonly sender: ServiceBusSender;
+  private readonly options: HandoffClientOptions;
 
-  constructor(client: ServiceBusClient) {
+  constructor(client: ServiceBusClient, options: HandoffClientOptions = {}) {
     this.sender = client.createSender(Topic.Manager);
+    this.options = options;
   }
 
   /**
@@ -75,8 +89,12 @@ export class HandoffClient {
     );
   }
 
+  /** Closes the sender, waiting at most `closeTimeoutMs` (then abandoned with a warning; see HandoffClientOptions). */
   async close(): Promise<void> {
-    await this.sender.close();
+    await boundedClose('closing the handoff client', () => this.sender.close(), {
+      timeoutMs: this.options.closeTimeoutMs,
+      logger: this.options.logger ?? defaultSdkLogger(),
+    });
   }
 
   private async send(
@@ -149,6 +167,6 @@ function parse(c: HandoffCoordinates | HandoffToken): HandoffCoordinates {
   return parsed.data;
 }
 
-export function createHandoffClient(client: ServiceBusClient): HandoffClient {
-  return new HandoffClient(client);
+export function createHandoffClient(client: ServiceBusClient, options?: HandoffClientOptions): HandoffClient {
+  return new HandoffClient(client, options);
 }

@@ -36,6 +36,7 @@ export {
   handoffCoordinatesSchema,
   HandoffClientError,
   settlementMessageId,
+  type HandoffClientOptions,
   type HandoffCoordinates,
 } from './handoffClient.ts';
 export { createHandoffToken, readHandoffToken, isHandoffToken, type HandoffToken } from './handoffToken.ts';

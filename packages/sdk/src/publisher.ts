@@ -22,6 +22,8 @@ import type { Catalog } from './contract/index.ts';
 import { compilePayloadSchema } from './contract/payloadSchema.ts';
 import { toServiceBusMessage } from './transport.ts';
 import { withSendSpan } from './tracing.ts';
+import { boundedClose, type CloseLogger } from './servicebus/boundedClose.ts';
+import { defaultSdkLogger } from './logger.ts';
 
 export interface PublishOptions {
   sessionId?: string;
@@ -49,6 +51,13 @@ export interface PublisherOptions {
    * from it when `sessionKeys` is not given.
    */
   catalog?: Catalog;
+  /**
+   * The longest close() waits for the sender's link to close; default 30 s. A close the broker had not answered when
+   * the connection dropped never ends by itself (servicebus/boundedClose.ts); past this it is abandoned, with a warning.
+   */
+  closeTimeoutMs?: number;
+  /** Where that warning goes; default the SDK's logger (NIMBUS_LOG_LEVEL). */
+  logger?: CloseLogger;
 }
 
 export class PublishValidationError extends Error {
@@ -257,8 +266,13 @@ export class Publisher {
     await this.sender.cancelScheduledMessages(sequenceNumber);
   }
 
+  /** Closes the sender, waiting at most `closeTimeoutMs` (then abandoned with a warning; see PublisherOptions). */
   async close(): Promise<void> {
-    await this.sender.close();
+    await boundedClose('closing the publisher', () => this.sender.close(), {
+      timeoutMs: this.options.closeTimeoutMs,
+      logger: this.options.logger ?? defaultSdkLogger(),
+      details: { endpointId: this.options.endpointId },
+    });
   }
 
   private sessionIdFor(eventTypeId: string, payload: unknown): string | undefined {

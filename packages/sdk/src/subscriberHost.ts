@@ -21,6 +21,7 @@ import { Dispatcher } from './dispatcher.ts';
 import type { DeliveryResult, DispatcherOptions } from './dispatcher.ts';
 import { COMPLETING_THE_MESSAGE, SessionStateCache, sessionDeliveryPort } from './sessionPort.ts';
 import { BoundedLink, boundedCall } from './boundedCall.ts';
+import { boundedClose } from './servicebus/boundedClose.ts';
 import { dedicatedRetryOptions, defaultOperationTimeoutMs } from './sessionCallBounds.ts';
 import { withProcessSpan } from './tracing.ts';
 import type { CircuitBreaker } from './circuitBreaker.ts';
@@ -196,11 +197,12 @@ export class SubscriberHost implements AsyncDisposable {
         try {
           await assertSubscriptionsExist(probe, subscriptions, { signal: this.stopController.signal });
         } finally {
-          if (probe !== client) await probe.close().catch(() => undefined);
+          // Bounded: a close the broker had not answered when the connection dropped never ends (boundedClose.ts).
+          if (probe !== client) await this.closeQuietly('closing the subscription check connection', probe);
         }
       } catch (error) {
         // Nothing runs: what the host opened is closed, so a process that gives up here can exit.
-        if (this.ownsSessionClient) await this.sessionClient.close().catch(() => undefined);
+        if (this.ownsSessionClient) await this.closeQuietly('closing the session connection', this.sessionClient);
         this.ownsSessionClient = false;
         throw error;
       }
@@ -593,9 +595,16 @@ export class SubscriberHost implements AsyncDisposable {
     return Math.max(1, this.options.operationTimeoutMs ?? defaultOperationTimeoutMs(this.options.acceptWaitMs));
   }
 
-  /** Closes what the host opened, waiting at most the operation bound; a close still pending ends in the background. */
+  /**
+   * Closes what the host opened, waiting at most the operation bound; a close still pending ends in the background
+   * (logged as abandoned) and a failed one is ignored: the host goes on closing the rest.
+   */
   private async closeQuietly(what: string, closable: { close(): Promise<void> }): Promise<void> {
-    await boundedCall(what, () => closable.close(), { timeoutMs: this.operationTimeoutMs }).catch(() => undefined);
+    await boundedClose(what, () => closable.close(), {
+      timeoutMs: this.operationTimeoutMs,
+      logger: this.log,
+      details: { endpointId: this.options.endpointId },
+    }).catch(() => undefined);
   }
 
   /**

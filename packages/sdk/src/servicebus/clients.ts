@@ -12,6 +12,8 @@ import { parseConnectionString, type ServiceBusConnectionInfo } from './connecti
 import { parseNamespace, type ServiceBusConnection } from './namespace.ts';
 import { defaultAzureCredential } from '../identity/credential.ts';
 import { unrefTimersOnClose } from './closeClient.ts';
+import { boundedClose, type CloseLogger } from './boundedClose.ts';
+import { defaultSdkLogger } from '../logger.ts';
 
 // The policy type of the admin client's own pipeline (core-rest-pipeline is not a direct dependency).
 type PipelinePolicy = Parameters<ServiceBusAdministrationClient['pipeline']['addPolicy']>[0];
@@ -25,6 +27,11 @@ export interface ServiceBusClients {
   isEmulator: boolean;
   /** What the connection setting says, without secrets. */
   info: ServiceBusConnectionInfo;
+  /**
+   * Closes the data-plane client (its links, then its connection), waiting at most `closeTimeoutMs`: a close the
+   * broker had not answered when the connection dropped never ends by itself (boundedClose.ts). Past the bound it is
+   * abandoned with a warning and this resolves.
+   */
   close(): Promise<void>;
 }
 
@@ -32,6 +39,10 @@ export interface CreateServiceBusClientsOptions {
   client?: ServiceBusClientOptions;
   /** Options for the admin client (retry and user-agent settings; see the SDK). */
   admin?: ServiceBusAdministrationClientOptions;
+  /** The longest close() waits; default 30 s (DEFAULT_CLOSE_TIMEOUT_MS). */
+  closeTimeoutMs?: number;
+  /** Told when close() is abandoned; default the SDK's logger (NIMBUS_LOG_LEVEL). */
+  logger?: CloseLogger;
 }
 
 /**
@@ -70,7 +81,7 @@ export function createServiceBusClients(
     // lets the process exit.
     const client = unrefTimersOnClose(new ServiceBusClient(fullyQualifiedNamespace, credential, options.client));
     const admin = new ServiceBusAdministrationClient(fullyQualifiedNamespace, credential, options.admin);
-    return { client, admin, isEmulator: false, info: namespaceInfo(fullyQualifiedNamespace), close: () => client.close() };
+    return { client, admin, isEmulator: false, info: namespaceInfo(fullyQualifiedNamespace), close: boundedClientClose(client, options) };
   }
   const info = parseConnectionString(connection);
   const client = unrefTimersOnClose(new ServiceBusClient(info.connectionString, options.client));
@@ -84,7 +95,18 @@ export function createServiceBusClients(
     admin,
     isEmulator: info.useDevelopmentEmulator,
     info,
-    close: () => client.close(),
+    close: boundedClientClose(client, options),
+  };
+}
+
+/** The clients' close(): the client's, bounded; a close abandoned is not an error (the caller goes on shutting down). */
+function boundedClientClose(client: ServiceBusClient, options: CreateServiceBusClientsOptions): () => Promise<void> {
+  return async () => {
+    await boundedClose('closing the Service Bus client', () => client.close(), {
+      timeoutMs: options.closeTimeoutMs,
+      logger: options.logger ?? defaultSdkLogger(),
+      details: { namespace: client.fullyQualifiedNamespace },
+    });
   };
 }
 

@@ -22,4 +22,10 @@ export {
 // Entra identity for a namespace (and a Cosmos account) named without a key; @azure/identity loads on first use.
 export { defaultAzureCredential, LazyDefaultAzureCredential, type TokenCredential } from '../identity/credential.ts';
 export { closeServiceBusClient } from './closeClient.ts';
+export {
+  boundedClose,
+  DEFAULT_CLOSE_TIMEOUT_MS,
+  type BoundedCloseOptions,
+  type CloseLogger,
+} from './boundedClose.ts';
 export { tolerateSlowDrain, SESSION_DRAIN_WAIT_MS } from './drainWait.ts';
