@@ -11,6 +11,9 @@ import { seedConsoleData, XSS_TEXT } from '../server/testing/seed.ts';
 import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 import type { ConsoleTestStack } from '../server/testing/stack.ts';
 import { reloadPage } from '../server/testing/pageWait.ts';
+import { PlatformDocs } from '../server/heartbeat/platformDocs.ts';
+import { lapseReason } from '../server/operations/authority.ts';
+import { JobStore } from '../server/operations/jobs.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -153,6 +156,49 @@ describe('console in Chromium', () => {
     await shot(page, 'endpoint-bulk-confirm');
     await dialog.getByRole('button', { name: 'Skip 2 events' }).click();
     await page.locator('[data-testid="jobs-drawer"] li[data-state="completed"]').filter({ hasText: '2 / 2' }).first().waitFor({ timeout: 60_000 });
+    await page.close();
+  });
+
+  // Before, the drawer showed such a job as "cancelled" alone, as if an operator had cancelled it: the reason the
+  // runner wrote on it (stoppedReason, server/operations/authority.ts) was not in the list's answer nor on the page.
+  test("a job stopped because its starter's role was revoked says why in the Jobs drawer, as text", async () => {
+    // The job as the runner leaves it (authority.test.ts holds the runner's side): cancelled, with the reason. The
+    // reason names the starter's display name, which comes from the sign-in token: markup in it must stay text.
+    const docs = new PlatformDocs({ endpoint: stack.env.NIMBUS_COSMOS_ENDPOINT!, key: stack.env.NIMBUS_COSMOS_KEY!, database: stack.env.NIMBUS_COSMOS_DATABASE! });
+    const jobs = new JobStore(docs);
+    const reason = lapseReason(XSS_TEXT, 'Operator', ['billingendpoint']);
+    let operationId = '';
+    try {
+      // Held (prepared) first, so the console's runner never picks it up before it is written as stopped.
+      const held = await jobs.create({
+        kind: 'resubmit',
+        selection: { endpointId: 'billingendpoint', eventIds: ['evt-stopped-1'] },
+        rows: [{ endpointId: 'billingendpoint', eventId: 'evt-stopped-1' }],
+        startedBy: XSS_TEXT,
+        startedById: 'user:oid-stopped',
+        ratePerSecond: 0,
+        hold: true,
+        title: 'resubmit: stopped by a revoked grant',
+      });
+      operationId = held.operationId;
+      const { job, etag } = (await jobs.read(operationId))!;
+      const at = new Date().toISOString();
+      assert.ok(await jobs.save({ ...job, state: 'cancelled', confirmedAt: at, startedAt: at, finishedAt: at, stoppedReason: reason }, etag));
+    } finally {
+      docs.close();
+    }
+    const page = await open('/');
+    await page.getByTestId('jobs-button').click();
+    const item = page.locator(`[data-testid="jobs-drawer"] li[data-operation="${operationId}"]`);
+    await item.waitFor();
+    assert.equal(await item.getAttribute('data-state'), 'cancelled');
+    await item.getByTestId('job-stopped').waitFor();
+    assert.equal(await item.getByTestId('job-stopped').textContent(), `Stopped: ${XSS_TEXT} no longer holds Operator on billingendpoint`);
+    // Nothing of the name became markup: no injected element, no script ran.
+    assert.equal(await page.locator('img[src="x"]').count(), 0);
+    assert.equal(await item.locator('img, script').count(), 0);
+    assert.equal(await page.evaluate(() => (globalThis as unknown as { __xss?: number }).__xss), undefined);
+    await shot(page, 'jobs-stopped');
     await page.close();
   });
 

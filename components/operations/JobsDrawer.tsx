@@ -10,7 +10,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import Link from '../Link.tsx';
 import { Timestamp } from '../format.tsx';
 import { jobsApi, type OperationSummary } from './jobsApi.ts';
-import { buttonLabel, countParts, EMPTY_TEXT, GOING, outcomeParts, stateLabel } from './jobText.ts';
+import { buttonLabel, countParts, EMPTY_TEXT, GOING, outcomeParts, stateLabel, stoppedText } from './jobText.ts';
 import { invalidateAfterJob, operationOutcomeQuery, operationsQuery, queryKeys } from '../queries.ts';
 import { outcomeSettled } from './outcomePolling.ts';
 
@@ -82,6 +82,7 @@ function JobRow({ op, outcomeAuto, focused }: { op: OperationSummary; outcomeAut
   const pct = op.total > 0 ? Math.round((processed / op.total) * 100) : 100;
   const active = GOING.has(op.state) && op.kind !== 'replay';
   const [counts, ...more] = countParts(op);
+  const stopped = stoppedText(op);
   return (
     <li
       ref={item}
@@ -98,6 +99,12 @@ function JobRow({ op, outcomeAuto, focused }: { op: OperationSummary; outcomeAut
           {stateLabel(op)}
         </span>
       </div>
+      {/* Text, escaped by React as every string the console renders: the reason names the starter's display name. */}
+      {stopped && (
+        <p className="mt-1 break-words text-xs text-amber-800" data-testid="job-stopped">
+          {stopped}
+        </p>
+      )}
       <div className="mt-1 h-2 w-full rounded bg-slate-200" role="progressbar" aria-valuemin={0} aria-valuemax={op.total} aria-valuenow={processed}>
         <div className={`h-2 rounded ${op.failed > 0 ? 'bg-amber-500' : 'bg-sky-600'}`} style={{ width: `${pct}%` }} />
       </div>

@@ -2,7 +2,7 @@
 // starting, the button counts paused jobs too, and the empty drawer names what it would list.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buttonLabel, countParts, EMPTY_TEXT, outcomeParts, stateLabel } from './jobText.ts';
+import { buttonLabel, countParts, EMPTY_TEXT, outcomeParts, stateLabel, stoppedText } from './jobText.ts';
 
 /** Every unchanged event not reached (as a job with no refusals and no send failures reads while going). */
 const unsplit = (c: { stillFailed: number }) => ({ stillFailedSplit: { notReached: c.stillFailed, refused: 0, notSent: 0, unknown: 0 }, refusals: [] });
@@ -34,6 +34,19 @@ test('the Jobs button counts paused jobs beside running ones', () => {
   assert.equal(buttonLabel([{ state: 'completed' }]), 'Jobs');
   assert.equal(buttonLabel([{ state: 'paused' }]), 'Jobs (1 paused)');
   assert.equal(buttonLabel([{ state: 'running' }, { state: 'queued' }, { state: 'paused' }, { state: 'cancelled' }]), 'Jobs (2 running, 1 paused)');
+});
+
+// Before, a job the runner stopped because its starter's role was revoked read "cancelled" alone, as an operator's
+// cancel reads: the reason it carries (stoppedReason, server/operations/authority.ts) was not shown.
+test("a job stopped because its starter's role was revoked says why; an operator's cancel and other states add nothing", () => {
+  const reason = 'stopped: Pat Smith no longer holds Operator on billingendpoint';
+  assert.equal(stoppedText({ state: 'cancelled', stoppedReason: reason }), 'Stopped: Pat Smith no longer holds Operator on billingendpoint');
+  assert.equal(stoppedText({ state: 'cancelled', stoppedReason: null }), null, "the operator's cancel");
+  assert.equal(stoppedText({ state: 'cancelled' }), null, "an older replica's answer, without the field");
+  // Written only with the cancelled state; any other state's reason is not this job's end.
+  assert.equal(stoppedText({ state: 'running', stoppedReason: reason }), null);
+  // A reason in other words is shown as it is, after the label.
+  assert.equal(stoppedText({ state: 'cancelled', stoppedReason: 'grant removed' }), 'Stopped: grant removed');
 });
 
 test('the empty drawer says it lists dead-letter replays too', () => {

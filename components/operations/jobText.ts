@@ -28,6 +28,17 @@ export function stateLabel(op: Pick<OperationSummary, 'state' | 'requested'>): s
   return op.state;
 }
 
+/**
+ * Why the runner stopped a cancelled job, as the drawer says it: "Stopped: Pat Smith no longer holds Operator on
+ * billingendpoint" (the starter's granted role was revoked: server/operations/authority.ts). Null for an operator's
+ * cancel, for any other state, and for an older replica's answer without the field. The reason is stored as
+ * "stopped: …" (the audit record's words), so that prefix is not said twice.
+ */
+export function stoppedText(op: Pick<OperationSummary, 'state'> & { stoppedReason?: string | null }): string | null {
+  if (op.state !== 'cancelled' || !op.stoppedReason) return null;
+  return `Stopped: ${op.stoppedReason.replace(/^stopped:\s*/i, '')}`;
+}
+
 /** The header button: "Jobs", or "Jobs (2 running, 1 paused)" - a paused job is still a job someone must finish. */
 export function buttonLabel(ops: ReadonlyArray<Pick<OperationSummary, 'state'>>): string {
   const running = ops.filter((o) => o.state === 'running' || o.state === 'queued').length;

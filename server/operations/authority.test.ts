@@ -145,6 +145,32 @@ test("a grant revoked while the job runs stops it before its next lot, with the 
   const audit = await queryAudit(database, auditQuerySchema.parse({ action: 'operation.resubmit', pageSize: 50 }));
   const entry = audit.items.find((e) => e.target === `operation/${job.operationId}`);
   assert.deepEqual([entry?.outcome, entry?.reason], ['cancelled', `stopped: Pat Smith no longer holds Operator on ${EP}`]);
+  // Filed under the starter's stable id, its display name beside it (before, the name was the id too).
+  assert.deepEqual([entry?.actorKind, entry?.actorId, entry?.actorName], ['user', 'oid-pat', 'Pat Smith']);
+});
+
+// Before, a finished job's audit record gave its starter's display name as `actorId` (and `user` as its kind, a
+// service principal's job too): two people of one name were one actor, and the record did not match the starter's
+// other entries (prepare, start), which name the principal's id. A job from before `startedById` was stored names
+// its starter by name only: that name stands in for the id.
+test("a finished job's audit record names its starter by kind and stable id; a job from before startedById by its name", { timeout: 60_000 }, async () => {
+  const ctx = { store: stack.store } as ConsoleContext;
+  const ended = (operationId: string, starter: Pick<Job, 'startedBy' | 'startedById'>) =>
+    ({ operationId, kind: 'resubmit', state: 'completed', endpoints: [EP], selection: { endpointId: EP }, total: 1, done: 1, refused: 0, failed: 0, ...starter }) as Job;
+  await auditFinishedJob(ctx, ended('op-actor-user', { startedBy: 'Pat Smith', startedById: 'user:oid-pat' }));
+  await auditFinishedJob(ctx, ended('op-actor-service', { startedBy: 'ERP app', startedById: 'service:erp-app' }));
+  // An OIDC subject may hold a colon itself: only the first one separates the kind.
+  await auditFinishedJob(ctx, ended('op-actor-colon', { startedBy: 'Sam', startedById: 'user:tenant-1:sam' }));
+  await auditFinishedJob(ctx, ended('op-actor-old', { startedBy: 'Pat Smith' }));
+  const audit = await queryAudit(stack.store.database, auditQuerySchema.parse({ action: 'operation.resubmit', pageSize: 50 }));
+  const actor = (id: string) => {
+    const e = audit.items.find((a) => a.target === `operation/${id}`);
+    return [e?.actorKind, e?.actorId, e?.actorName];
+  };
+  assert.deepEqual(actor('op-actor-user'), ['user', 'oid-pat', 'Pat Smith']);
+  assert.deepEqual(actor('op-actor-service'), ['service', 'erp-app', 'ERP app']);
+  assert.deepEqual(actor('op-actor-colon'), ['user', 'tenant-1:sam', 'Sam']);
+  assert.deepEqual(actor('op-actor-old'), ['user', 'Pat Smith', 'Pat Smith'], 'an older job: its name, the only record of who started it');
 });
 
 // Before, the reason was set on the job before the stop's receipt reads: a read that threw left the job running with

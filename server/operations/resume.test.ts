@@ -32,7 +32,7 @@ import { PlatformDocs } from '../heartbeat/platformDocs.ts';
 import { claimExpectation, claimWrite, Manager } from '../manager/manager.ts';
 import { HttpError } from '../http.ts';
 import { log, setConsoleLogSink } from '../log.ts';
-import { JobStore, type Job } from './jobs.ts';
+import { JobStore, jobView, type Job } from './jobs.ts';
 import { LEASE_TTL_MS, OperationsRunner } from './runner.ts';
 import { freezeSelection } from './selection.ts';
 import { waitFor } from '../../lib/testing/waitFor.ts';
@@ -1717,5 +1717,45 @@ test('a completion whose answer was lost is recorded finished once it reads back
   } finally {
     await runner.stop();
     jobs.docs.close();
+  }
+});
+
+// What a job's running time counts when a replica takes over a job whose holder died (docs/failures.md, "Running
+// time of a job taken over"): the holder's running time up to its last write, then the successor's own. The time from
+// that write to the takeover - the rest of the dead holder's lease, the scan that found the job - is not added:
+// nobody ran the job then, and what the holder did after its last write is not in the job's counts either (the
+// successor steps those rows again from the saved cursor), so the rate stays the counts over the time that made them.
+// Pinned, not changed: the successor's first write adds nothing for the gap (runner.ts, lastSave). The successor's
+// clock is the test's, moved by 2 s in its one lot, so the figure is exact: the dead holder's hour adds nothing.
+test("a successor taking over a job whose holder died adds no time from the holder's last write to the takeover", { timeout: 120_000 }, async () => {
+  const ids = await seedFailed('deadholder', 2);
+  const jobs = jobStore((docs) => new JobStore(docs));
+  const job = await resubmitJob(jobs, ids);
+  const HOUR = 3_600_000;
+  // The job as its holder left it: running for 5 s, its last write an hour ago, and its lease long expired.
+  const { job: read, etag } = (await jobs.read(job.operationId))!;
+  const lastWrite = new Date(Date.now() - HOUR);
+  assert.ok(await jobs.save({ ...read, state: 'running', startedAt: new Date(lastWrite.getTime() - 5_000).toISOString(), runningMs: 5_000 }, etag, lastWrite));
+  assert.ok(await new LeaseStore(stack.store.database, { now: () => lastWrite.getTime() }).acquire(`operation_${job.operationId}`, 'dead-replica', LEASE_TTL_MS));
+  let t = 0;
+  /** The successor's one lot takes 2 s by its clock. */
+  class TwoSecondLot extends Manager {
+    override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
+      if (args[3]?.operationId === job.operationId) t += 2_000;
+      return super.executeMany(...args);
+    }
+  }
+  const successor = new TwoSecondLot({ store: stack.store, client: stack.serviceBus.client });
+  const runner = new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager: successor, scanEveryMs: 3_600_000, now: () => t });
+  try {
+    runner.kick();
+    const end = await jobOnce('the successor to complete the job', jobs, job.operationId, 'completed');
+    assert.equal(end.done, 2);
+    assert.equal(end.runningMs, 7_000, "the holder's 5 s and the successor's 2 s; not the hour from the holder's last write to the takeover");
+    assert.equal(jobView(end, null).perSecond, 0.3, '2 events in 7 s (0.29/s, one decimal)');
+  } finally {
+    await runner.stop();
+    jobs.docs.close();
+    await successor.close();
   }
 });

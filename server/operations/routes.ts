@@ -123,6 +123,12 @@ export interface OperationSummary {
   perSecond: number;
   /** Where to see the events it acted on now (the failure group's events on the Endpoint page), when one place. */
   eventsLink: string | null;
+  /**
+   * Why the runner stopped a cancelled job ("stopped: <user> no longer holds <role> on <endpoints>": the starter's
+   * granted role was revoked, authority.ts); null for an operator's cancel, any other state and a replay. The drawer
+   * shows it, so such a job does not read as if an operator had cancelled it.
+   */
+  stoppedReason: string | null;
 }
 
 function replaySummary(op: ReplayOperation, endpointId: string | null): OperationSummary {
@@ -148,6 +154,7 @@ function replaySummary(op: ReplayOperation, endpointId: string | null): Operatio
     etaSeconds: null,
     perSecond: 0,
     eventsLink: null,
+    stoppedReason: null,
   };
 }
 
@@ -194,6 +201,8 @@ export async function listOperations(ctx: ConsoleContext, scope: ReadScope): Pro
         etaSeconds: v.etaSeconds,
         perSecond: v.perSecond,
         eventsLink: eventsLinkOf(j),
+        // Written only with the cancelled state (runner.ts, cancel): a reason is never shown beside another state.
+        stoppedReason: j.state === 'cancelled' ? (j.stoppedReason ?? null) : null,
       };
     });
   for (const r of replays) {

@@ -53,6 +53,18 @@ type Slot = { services?: OperationsServices; ctx?: ConsoleContext };
 const slot = ((globalThis as Record<symbol, unknown>)[KEY] ??= {}) as Slot;
 
 /**
+ * Who started the job, as the audit log names an actor: the principal's kind and stable id (`startedById`, `kind:id`,
+ * the kind never holding a colon), its display name beside it - two people may share a name, and the starter's other
+ * entries (prepare, start) name the id. A job from before `startedById` was stored has only the name: it stands in for
+ * the id, as a `user`, the only record there is of who started it.
+ */
+function finishedJobActor(job: Pick<Job, 'startedBy' | 'startedById'>): { actorKind: string; actorId: string; actorName: string } {
+  const at = job.startedById?.indexOf(':') ?? -1;
+  if (job.startedById === undefined || at <= 0) return { actorKind: 'user', actorId: job.startedBy, actorName: job.startedBy };
+  return { actorKind: job.startedById.slice(0, at), actorId: job.startedById.slice(at + 1), actorName: job.startedBy };
+}
+
+/**
  * The job's audit record in the audit log: who, the selection, the counts. A cancelled job (or a prepared one that
  * expired unconfirmed) is `cancelled`, not failed: nothing went wrong, the operator stopped it or never started it.
  */
@@ -65,9 +77,7 @@ export async function auditFinishedJob(ctx: ConsoleContext, job: Job): Promise<v
         ? `not confirmed within ${Math.round(PREPARED_TTL_MS / 60_000)} min: discarded, nothing was sent`
         : (job.stoppedReason ?? job.state);
   await writeAudit(ctx.store.database, {
-    actorKind: 'user',
-    actorId: job.startedBy,
-    actorName: job.startedBy,
+    ...finishedJobActor(job),
     roles: 'operation runner',
     action: `operation.${job.kind}`,
     endpointId: job.endpoints.length === 1 ? job.endpoints[0]! : null,
