@@ -3,7 +3,8 @@
 // message carries an EventId shows its event id and type and links to the event's page (history, payload,
 // Resubmit with changes); a foreign message shows no link; the replay preview of a permanently failed dead letter
 // warns that replaying it unchanged fails again. The page says how many dead letters the queue holds (it lists 50
-// at a time; Purge, and Replay all without a filter, act on all of them).
+// at a time; Purge, and Replay all without a filter, act on all of them). A refused Manager command (CommandRefused) is
+// marked as not replayed, and the preview leaves it out with a link to its event.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -89,6 +90,40 @@ describe('dead letters lead to their event', () => {
     await entry.getByRole('link', { name: eventId }).click();
     await page.waitForURL(new RegExp(`/endpoints/${ep}/events/${eventId}$`));
     await page.getByTestId('event-status').waitFor();
+    assert.deepEqual(ui!.pageErrors, []);
+    await page.close();
+  });
+
+  test('a refused Manager command is marked in the list and the preview leaves it out, with a link to its event', async () => {
+    // Its own subscription: the tests around it dead-letter on billing's and crm's.
+    const ep = 'shippingendpoint';
+    const eventId = 'evt-dead-1';
+    const refused = randomUUID();
+    await deadLetterOnMain(ep, `s-${randomUUID().slice(0, 8)}`, [
+      {
+        message: {
+          messageId: refused,
+          body: Buffer.from(eventBody('OrderPlaced', { orderId: 'o-1' })),
+          applicationProperties: { [Prop.To]: ep, [Prop.From]: 'storefrontendpoint', [Prop.MessageType]: MessageType.SkipRequest, [Prop.EventId]: eventId, [Prop.EventTypeId]: 'OrderPlaced' },
+        },
+        reason: 'CommandRefused',
+      },
+    ]);
+    const page = await ui!.open(`/topology/subscriptions/${ep}/${ep}`);
+    const entry = page.locator(`[data-dead-letter="${refused}"]`);
+    await entry.waitFor();
+    const note = entry.locator('[data-replay-warning="CommandRefused"]');
+    assert.match((await note.textContent()) ?? '', /^Not replayed: a refused Manager command: replaying it is refused again; resubmit or skip the event from its page instead \(open event evt-dead-1\)\.$/);
+    await entry.getByRole('checkbox').check();
+    await page.getByRole('button', { name: 'Replay selected (1)' }).click();
+    const dialog = page.getByRole('dialog');
+    const warned = dialog.locator('[data-preview-warned]');
+    await warned.waitFor();
+    assert.match((await warned.textContent()) ?? '', /1 of the selected messages is left in the queue, not replayed:/);
+    assert.equal(await warned.getByRole('link', { name: `open event ${eventId}` }).count(), 1, 'the warning links to the event');
+    assert.match((await dialog.locator('[data-nothing-to-send]').textContent()) ?? '', /Nothing to send: replaying it unchanged is futile/);
+    assert.ok(await dialog.getByRole('button', { name: 'Replay 0' }).isDisabled(), 'nothing to confirm');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
     assert.deepEqual(ui!.pageErrors, []);
     await page.close();
   });

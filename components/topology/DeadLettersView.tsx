@@ -14,7 +14,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ConfirmDialog } from '../ConfirmDialog.tsx';
 import { ApiError } from '../api.ts';
 import { countOf, ErrorBox, Timestamp } from '../format.tsx';
-import { DeadLetterEventLink, PermanentFailuresWarning } from './DeadLetterLeads.tsx';
+import { DeadLetterEventLink, PermanentFailuresWarning, ReplayWarningNote, WarnedSummary, withoutWarned } from './DeadLetterLeads.tsx';
 import { opsApi, type DeadLetter, type ReplayOperation, type ReplayPreview, type ReplaySelection, type UncertainDecision, type UncertainEvidence } from './opsApi.ts';
 import { TypedConfirmDialog } from './TypedConfirmDialog.tsx';
 import { useCan } from '../audit/accessApi.ts';
@@ -203,6 +203,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
                 {d.sessionId && <span className="text-xs text-slate-500">session {d.sessionId}</span>}
               </div>
               {d.description && <p className="mt-1 whitespace-pre-wrap text-slate-700">{d.description}</p>}
+              <ReplayWarningNote d={d} />
               {d.replay?.verdict === 'alreadySent' && (
                 <p className="mt-1 text-xs text-emerald-800" data-replay-verdict="alreadySent">
                   Copy already sent by replay <span className="font-mono">{d.replay.operationId.slice(0, 8)}</span>
@@ -273,7 +274,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
             start.reset();
             setPreview(null);
           }}
-          onConfirm={() => start.mutate(preview.selection)}
+          onConfirm={() => start.mutate(withoutWarned(preview.selection, preview.result))}
         >
           <p>
             Each is received under a lock, sent again to topic <b>{topic}</b> with the same MessageId and without ThrottleRetryCount,
@@ -295,6 +296,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
           )}
           <ReplayJournalSummary p={preview.result} />
           <PermanentFailuresWarning count={preview.result.permanentFailures} />
+          <WarnedSummary p={preview.result} />
           {preview.result.truncated && <p className="mt-2 text-amber-800">More dead letters match than one replay handles; run it again afterwards.</p>}
           {preview.result.toSend + preview.result.alreadySent === 0 && (
             <p className="mt-2 font-medium" data-nothing-to-send>
@@ -377,6 +379,7 @@ function ReplayProgress({ op, onClose }: { op: ReplayOperation; onClose: () => v
       {op.failed > 0 && <span>{op.failed} failed (left in the queue)</span>}
       {op.alreadySent > 0 && <span>{op.alreadySent} already sent earlier (removed without sending)</span>}
       {op.uncertain > 0 && <span>{op.uncertain} uncertain (left in the queue: decide on each)</span>}
+      {(op.skipped ?? 0) > 0 && <span data-replay-skipped>{op.skipped} skipped: replaying them unchanged is futile (left in the queue)</span>}
       {op.decision && <span>{op.decided} decided: {op.decision === 'resend' ? 'resent' : 'removed as delivered'}</span>}
       {op.notCompleted > 0 && <span>{op.notCompleted} sent but not removed (lock lost; the next replay removes them)</span>}
       {op.error && <span className="text-xs">{op.error}</span>}
@@ -416,6 +419,7 @@ function Evidence({ e }: { e: UncertainEvidence }) {
 /** Why a preview has nothing to send (its confirm button is disabled). */
 function nothingToSend(p: ReplayPreview): string {
   if (p.count === 0) return 'Nothing to send: no dead letter matches.';
+  if (p.warned === p.count) return `Nothing to send: replaying ${p.count === 1 ? 'it' : 'them'} unchanged is futile (above).`;
   if (p.uncertain === 1) return 'Nothing to send: the one dead letter is uncertain; decide on it from the list.';
   return `Nothing to send: all ${p.uncertain} are uncertain; decide on them one by one from the list.`;
 }

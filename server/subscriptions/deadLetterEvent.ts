@@ -1,7 +1,7 @@
 // What turns a dead letter from a dead end into a lead: the event it belongs to (the console's event page holds its
 // history, payload and "Resubmit with changes"), and whether it failed permanently, so replaying it unchanged would
 // only fail again. Both are read from what the SDK puts on the wire (docs/contract.md), never from the body.
-import { Address, endpointOf, parseMessageType, Prop, Topic } from '@nimbus/sdk/contract';
+import { Address, endpointOf, MessageType, parseMessageType, Prop, Topic, WireText } from '@nimbus/sdk/contract';
 
 /** The event a dead letter belongs to: the key of the console's event page, and the type to show with it. */
 export interface DeadLetterEvent {
@@ -42,4 +42,39 @@ export const PERMANENT_FAILURE_REASON_PREFIX = 'Permanent failure';
 
 export function isPermanentFailure(reason: string | null): boolean {
   return reason !== null && reason.startsWith(PERMANENT_FAILURE_REASON_PREFIX);
+}
+
+/**
+ * Why replaying a dead letter unchanged is futile or harmful, for the dead letters where that is certain from what
+ * the SDK put on the wire. Such a dead letter is marked in the list and the preview, skipped by a replay of a
+ * filter or a whole queue, and refused (409) when listed one by one - unless the request says `includeWarned`.
+ * Only the subscriber's own dead letters qualify: the message is the command itself, never the ErrorResponse notice
+ * that carries the same DeadLetterReason to the Resolver (a notice dead-lettered by the Resolver replays fine).
+ */
+export interface ReplayWarning {
+  /** The DeadLetterReason that makes it futile. */
+  code: 'CommandRefused' | 'PendingHandoffsFull';
+  text: string;
+}
+
+/** The SDK's reason for a resubmission whose handoff the session could not record (packages/sdk decide.ts PENDING_HANDOFFS_FULL). */
+const PENDING_HANDOFFS_FULL = 'PendingHandoffsFull';
+const MANAGER_COMMANDS = new Set<string>([MessageType.ResubmissionRequest, MessageType.SkipRequest, MessageType.HandoffCompletedRequest, MessageType.HandoffFailedRequest]);
+
+export function replayWarningOf(reason: string | null, props: Record<string, unknown>): ReplayWarning | null {
+  const type = parseMessageType(props[Prop.MessageType]);
+  if (reason === WireText.CommandRefused && type !== undefined && MANAGER_COMMANDS.has(type)) {
+    // decide.ts `refuse`: not From = Manager, or a handoff settlement the session no longer waits for. The copy
+    // carries the same properties to the same session state, so it is refused again (server/subscriptions/refusedReplay.test.ts).
+    return { code: 'CommandRefused', text: 'a refused Manager command: replaying it is refused again; resubmit or skip the event from its page instead' };
+  }
+  if (reason === PENDING_HANDOFFS_FULL && type === MessageType.ResubmissionRequest) {
+    // Its handler ran and handed off (an external job may exist). A replayed copy runs the handler again outside the
+    // Manager's claim of the row, and while the session still holds its pending handoffs it is dead-lettered again.
+    return {
+      code: 'PendingHandoffsFull',
+      text: 'a resubmission its session had no room to hand off: replayed, its handler runs again (another external job may start); settle or skip the pending handoffs, then resubmit the event from its page instead',
+    };
+  }
+  return null;
 }

@@ -3,7 +3,7 @@
 // dead letter held, and they are shown as text to the page, never logged.
 import type { ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage, ServiceBusReceiver } from '@azure/service-bus';
 import { Prop } from '@nimbus/sdk/contract';
-import { deadLetterEventOf, isPermanentFailure, type DeadLetterEvent } from './deadLetterEvent.ts';
+import { deadLetterEventOf, isPermanentFailure, replayWarningOf, type DeadLetterEvent, type ReplayWarning } from './deadLetterEvent.ts';
 
 export interface DeadLetterView {
   sequenceNumber: string;
@@ -19,6 +19,11 @@ export interface DeadLetterView {
   event: DeadLetterEvent | null;
   /** Dead-lettered as a permanent failure by the SDK: replayed unchanged it fails again. */
   permanentFailure: boolean;
+  /**
+   * Set when replaying it unchanged is futile or harmful (a refused Manager command, a resubmission with no room for
+   * its handoff: deadLetterEvent.ts replayWarningOf). A replay skips it, or refuses it when listed, unless told `includeWarned`.
+   */
+  replayWarning: ReplayWarning | null;
   /** The body as UTF-8 text (the page escapes it); binary bodies as base64 with `bodyEncoding: 'base64'`. */
   body: string;
   bodyEncoding: 'utf8' | 'base64';
@@ -82,6 +87,7 @@ export function viewOf(m: ServiceBusReceivedMessage, topic: string): DeadLetterV
     applicationProperties: props,
     event: deadLetterEventOf(topic, props),
     permanentFailure: isPermanentFailure(reason ?? null),
+    replayWarning: replayWarningOf(reason ?? null, props),
     ...bodyText(m.body),
   };
 }

@@ -18,6 +18,7 @@ import { conflict } from '../http.ts';
 import type { PlatformDocs } from '../heartbeat/platformDocs.ts';
 import { log } from '../log.ts';
 import { deadLetterReceiver, replayCopy, sequenceNumber, viewOf, type DeadLetterView } from './deadLetters.ts';
+import type { ReplayWarning } from './deadLetterEvent.ts';
 import { ruleFilterSql } from './overview.ts';
 import { recordIdOf, verdictOf, type DeadLetterKey, type JournalEntry, type JournalRecord, type ReplayJournal, type UncertainDecision } from './replayJournal.ts';
 import { subscriptionMatches, type Match } from './ruleMatch.ts';
@@ -37,6 +38,12 @@ export interface ReplaySelection {
    * without sending. Only with `sequenceNumbers`; dead letters that are not uncertain are replayed as usual.
    */
   uncertain?: UncertainDecision;
+  /**
+   * Replay also the dead letters whose replay is futile or harmful (`replayWarning`: a refused Manager command…).
+   * Without it a replay skips them (they stay in the queue, counted as `skipped`), and one that lists any of them by
+   * sequence number is refused with a 409 before anything starts.
+   */
+  includeWarned?: boolean;
 }
 
 export const MAX_REPLAY = 5000;
@@ -52,6 +59,11 @@ export function selects(sel: ReplaySelection, v: Pick<DeadLetterView, 'sequenceN
   if (sel.sequenceNumbers && sel.sequenceNumbers.length > 0) return sel.sequenceNumbers.includes(v.sequenceNumber);
   return sel.all === true;
 }
+
+/** A dead letter whose replay is futile or harmful, as the preview and a refused replay name it. */
+export type WarnedDeadLetter = Pick<DeadLetterView, 'sequenceNumber' | 'messageId' | 'reason' | 'event'> & { warning: ReplayWarning };
+
+const warnedOf = (v: DeadLetterView, warning: ReplayWarning): WarnedDeadLetter => ({ sequenceNumber: v.sequenceNumber, messageId: v.messageId, reason: v.reason, event: v.event, warning });
 
 /** Why a dead letter is uncertain: the claim left in `sending`, and what became of the operation that made it. */
 export interface UncertainEvidence {
@@ -85,6 +97,13 @@ export interface ReplayPreview {
    * they fail again; their fix is on the event page (Resubmit with changes).
    */
   permanentFailures: number;
+  /**
+   * Of `count`: marked with a `replayWarning` (replaying them unchanged is futile or harmful). Without `includeWarned`
+   * they are skipped, left in the queue, and not in `toSend`; with it they are replayed as any other.
+   */
+  warned: number;
+  /** The warned ones with their warning and event (at most 100), for the preview's links to the event pages. */
+  warnedItems: WarnedDeadLetter[];
   /** The uncertain ones with their evidence (at most 100). */
   uncertainItems: UncertainEvidence[];
   /** True when the scan stopped at its bound: there may be more matching dead letters. */
@@ -163,6 +182,8 @@ export async function previewReplay(
   let alreadySent = 0;
   let uncertain = 0;
   let permanentFailures = 0;
+  const warnedItems: WarnedDeadLetter[] = [];
+  let warned = 0;
   let truncated = false;
   try {
     let batch = await receiver.peekMessages(100, { fromSequenceNumber: sequenceNumber('0') });
@@ -176,6 +197,17 @@ export async function previewReplay(
         }
         count++;
         if (v.permanentFailure) permanentFailures++;
+        if (v.replayWarning && sel.includeWarned !== true) {
+          // Skipped by the replay (runReplay): no journal, no copy, reaches nobody.
+          warned++;
+          if (warnedItems.length < MAX_UNCERTAIN_LISTED) warnedItems.push(warnedOf(v, v.replayWarning));
+          if (sample.length < 20) sample.push({ sequenceNumber: v.sequenceNumber, messageId: v.messageId, reason: v.reason, enqueuedAt: v.enqueuedAt });
+          continue;
+        }
+        if (v.replayWarning) {
+          warned++;
+          if (warnedItems.length < MAX_UNCERTAIN_LISTED) warnedItems.push(warnedOf(v, v.replayWarning));
+        }
         const record = open.get(recordIdOf(v));
         const verdict = verdictOf(record);
         if (verdict === 'alreadySent') alreadySent++;
@@ -206,8 +238,39 @@ export async function previewReplay(
   const alsoReaches = [...reach.entries()]
     .map(([s, e]) => ({ subscription: s, count: e.yes + e.unknown, certain: e.unknown === 0 }))
     .sort((a, b) => a.subscription.localeCompare(b.subscription));
-  const toSend = count - alreadySent - (sel.uncertain === 'resend' ? 0 : uncertain);
-  return { topic, subscription, count, alreadySent, uncertain, toSend, permanentFailures, uncertainItems: await uncertainEvidence(docs, uncertainFound), truncated, sample, alsoReaches };
+  const toSend = count - alreadySent - (sel.uncertain === 'resend' ? 0 : uncertain) - (sel.includeWarned === true ? 0 : warned);
+  return { topic, subscription, count, alreadySent, uncertain, toSend, permanentFailures, warned, warnedItems, uncertainItems: await uncertainEvidence(docs, uncertainFound), truncated, sample, alsoReaches };
+}
+
+/**
+ * The dead letters among `sequenceNumbers` whose replay is futile or harmful (`replayWarning`), found by peeking
+ * from the lowest listed one until every listed one was seen (at most MAX_SCAN looked at). A replay that lists any
+ * of them without `includeWarned` is refused before it starts, so the operator is told instead of finding them skipped.
+ */
+export async function warnedAmong(client: ServiceBusClient, topic: string, subscription: string, sequenceNumbers: string[]): Promise<WarnedDeadLetter[]> {
+  const wanted = new Set(sequenceNumbers);
+  if (wanted.size === 0) return [];
+  const lowest = [...wanted].reduce((a, b) => (BigInt(b) < BigInt(a) ? b : a));
+  const found: WarnedDeadLetter[] = [];
+  const receiver = deadLetterReceiver(client, topic, subscription);
+  let seen = 0;
+  let scanned = 0;
+  try {
+    let batch = await receiver.peekMessages(100, { fromSequenceNumber: sequenceNumber(lowest) });
+    while (batch.length > 0 && seen < wanted.size && scanned < MAX_SCAN) {
+      for (const m of batch) {
+        scanned++;
+        const v = viewOf(m, topic);
+        if (!wanted.has(v.sequenceNumber)) continue;
+        seen++;
+        if (v.replayWarning) found.push(warnedOf(v, v.replayWarning));
+      }
+      batch = await receiver.peekMessages(100, { fromSequenceNumber: sequenceNumber(BigInt(batch[batch.length - 1]!.sequenceNumber!.toString()) + 1n) });
+    }
+  } finally {
+    await receiver.close().catch(() => undefined);
+  }
+  return found;
 }
 
 export interface ReplayOperation {
@@ -230,6 +293,12 @@ export interface ReplayOperation {
   /** Dead letters left in the queue because whether their copy went out is unknown (operator decision needed). */
   uncertain: number;
   uncertainSequenceNumbers: string[];
+  /**
+   * Dead letters of the selection left in the queue unreplayed because their replay is futile or harmful
+   * (`replayWarning`) and the request did not say `includeWarned`. Absent on records written before.
+   */
+  skipped?: number;
+  skippedSequenceNumbers?: string[];
   /** The operator decision this operation applied to uncertain dead letters, and to how many. */
   decision: UncertainDecision | null;
   decided: number;
@@ -328,6 +397,8 @@ export async function beginReplay(
     alreadySent: 0,
     uncertain: 0,
     uncertainSequenceNumbers: [],
+    skipped: 0,
+    skippedSequenceNumbers: [],
     decision,
     decided: 0,
     messageIds: [],
@@ -398,7 +469,7 @@ async function runReplay(
   let lastSaved = 0;
   const save = async (force: boolean) => {
     op.updatedAt = now();
-    onProgress?.({ ...op, messageIds: [...op.messageIds], uncertainSequenceNumbers: [...op.uncertainSequenceNumbers] });
+    onProgress?.({ ...op, messageIds: [...op.messageIds], uncertainSequenceNumbers: [...op.uncertainSequenceNumbers], skippedSequenceNumbers: [...(op.skippedSequenceNumbers ?? [])] });
     if (!docs || (!force && Date.now() - lastSaved < (deps.progressEveryMs ?? 500))) return;
     lastSaved = Date.now();
     await docs.write(operationDocName(op.id), op).catch((err: unknown) => {
@@ -586,6 +657,13 @@ async function runReplay(
           held.push(m);
           continue;
         }
+        if (v.replayWarning && selection.includeWarned !== true) {
+          // Replayed unchanged it is refused again (or runs a handler it should not): left in the queue, reported.
+          held.push(m);
+          op.skipped = (op.skipped ?? 0) + 1;
+          if ((op.skippedSequenceNumbers ??= []).length < 200) op.skippedSequenceNumbers.push(v.sequenceNumber);
+          continue;
+        }
         const r = await replayOne(m, v);
         consecutiveFailures = r === 'failed' ? consecutiveFailures + 1 : 0;
         if (consecutiveFailures >= 3) stop = true;
@@ -609,7 +687,7 @@ async function runReplay(
     eventId: TOPOLOGY_AUDIT_EVENT,
     type: decision ? 'ReplayUncertainDecision' : 'ReplayDeadLetters',
     ...who,
-    comment: `${topic}/${subscription}: ${op.replayed} replayed, ${op.alreadySent} already sent (removed), ${op.uncertain} uncertain (left), ${op.failed} failed${decision ? `; operator decision ${decision} on ${op.decided}` : ''}`,
+    comment: `${topic}/${subscription}: ${op.replayed} replayed, ${op.alreadySent} already sent (removed), ${op.uncertain} uncertain (left), ${op.skipped ?? 0} skipped as futile (left), ${op.failed} failed${decision ? `; operator decision ${decision} on ${op.decided}` : ''}`,
     data: JSON.stringify({
       topic,
       subscription,
@@ -618,6 +696,8 @@ async function runReplay(
       notCompleted: op.notCompleted,
       alreadySent: op.alreadySent,
       uncertain: op.uncertain,
+      skipped: op.skipped ?? 0,
+      includeWarned: selection.includeWarned === true,
       decision,
       decided: op.decided,
       sequenceNumbers: decision ? selection.sequenceNumbers?.slice(0, 100) : undefined,
@@ -625,7 +705,7 @@ async function runReplay(
       messageIds: op.messageIds.slice(0, 50),
     }).slice(0, 4096),
   });
-  log.info({ operationId: op.id, topic, subscription, replayed: op.replayed, alreadySent: op.alreadySent, uncertain: op.uncertain, failed: op.failed }, 'dead-letter replay finished');
+  log.info({ operationId: op.id, topic, subscription, replayed: op.replayed, alreadySent: op.alreadySent, uncertain: op.uncertain, skipped: op.skipped ?? 0, failed: op.failed }, 'dead-letter replay finished');
   return op;
 }
 

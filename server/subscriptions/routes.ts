@@ -6,7 +6,7 @@ import type { ServiceBusClient } from '@azure/service-bus';
 import { z } from 'zod';
 import { deriveTopology } from '@nimbus/sdk/topology';
 import type { ConsoleContext } from '../context.ts';
-import { HttpError, notFound } from '../http.ts';
+import { conflict, HttpError, notFound } from '../http.ts';
 import { log } from '../log.ts';
 import { getOpsServices } from '../heartbeat/services.ts';
 import { createServiceBusClients } from '@nimbus/sdk/servicebus';
@@ -23,6 +23,7 @@ import {
   beginReplay,
   ReplayNotStartedError,
   uncertainEvidence,
+  warnedAmong,
   type ReplayOperation,
   type ReplayPreview,
   type StartedReplay,
@@ -48,6 +49,8 @@ export const replaySelection = z
     max: z.number().int().min(1).max(MAX_REPLAY).optional(),
     /** The operator's decision on uncertain dead letters; only for dead letters listed by sequence number. */
     uncertain: z.enum(['resend', 'markDelivered']).optional(),
+    /** Replay also the dead letters marked with a `replayWarning` (futile or harmful replayed unchanged); default false. */
+    includeWarned: z.boolean().optional(),
   })
   .strict()
   .refine((s) => (s.sequenceNumbers?.length ?? 0) > 0 || s.all === true, 'select dead letters: sequenceNumbers, or all: true (with an optional reason)')
@@ -161,6 +164,7 @@ export async function startReplay(
 ): Promise<{ operationId: string }> {
   // Checked before the 202: otherwise the replay is accepted and its operation then fails with the broker's text.
   await requireSubscription(ctx.serviceBus.admin, p);
+  await refuseWarned(ctx, p, sel);
   const ops = getOpsServices(ctx);
   let started: StartedReplay;
   try {
@@ -191,6 +195,26 @@ export async function startReplay(
     .finally(() => ops.running.delete(operationId));
   ops.running.set(operationId, run);
   return { operationId };
+}
+
+/**
+ * A replay that names, one by one, dead letters whose replay is futile or harmful (`replayWarning`) is refused with a
+ * 409 that says which and why, unless it says `includeWarned`: the operator picked them, so skipping them silently
+ * would read as done. (A replay by filter or of the whole queue skips them and reports them as `skipped`.)
+ */
+async function refuseWarned(ctx: ConsoleContext, p: z.output<typeof subscriptionParams>, sel: z.output<typeof replaySelection>): Promise<void> {
+  if (sel.includeWarned === true || !sel.sequenceNumbers || sel.sequenceNumbers.length === 0) return;
+  const listed = sel.sequenceNumbers;
+  const warned = await onSubscription(p, () => warnedAmong(ctx.serviceBus.client, p.topic, p.subscription, listed));
+  if (warned.length === 0) return;
+  const named = warned
+    .slice(0, 5)
+    .map((w) => `#${w.sequenceNumber}${w.event ? ` (event ${w.event.eventId})` : ''}: ${w.warning.text}`)
+    .join('; ');
+  throw conflict(
+    `${warned.length} of the listed dead letters ${warned.length === 1 ? 'is' : 'are'} not replayed, replaying ${warned.length === 1 ? 'it' : 'them'} unchanged is futile: ${named}${warned.length > 5 ? '; …' : ''}. Nothing was replayed; leave ${warned.length === 1 ? 'it' : 'them'} out, or send includeWarned: true to replay anyway`,
+    'replay-warned',
+  );
 }
 
 /**
