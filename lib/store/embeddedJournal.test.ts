@@ -378,44 +378,6 @@ test('a write the disk cannot take whole is a 503, cut back from the journal; la
   await fullDiskRefusesThenLaterWritesSurvive(dir, disk, c1, journal, ['after-1', 'after-2', 'before', 'full']);
 });
 
-test('while the disk is full, reads are answered from memory and only writes are refused', async () => {
-  // Before, a refused write stayed queued and every later response tried to write it first: reads got the same 503
-  // as writes until space came back.
-  const dir = dataDir();
-  const disk = smallDisk();
-  const first = await start(dir, undefined, disk.write);
-  const c1 = await container(first.endpoint, first.key);
-  await c1.items.create({ id: 'before', pk: 'p', n: 0 });
-  disk.room = 0;
-  const refused = (e: { code?: unknown }) => {
-    assert.equal(e.code, 503, 'not acknowledged');
-    return true;
-  };
-  await assert.rejects(c1.items.upsert({ id: 'full', pk: 'p', n: 1 }), refused);
-  // Reads: a point read, a query, a read of the container.
-  const { resource, statusCode } = await c1.item('before', 'p').read<Row>();
-  assert.equal(statusCode, 200);
-  assert.equal(resource?.n, 0);
-  const { resources } = await c1.items.query<Row>({ query: 'SELECT * FROM c WHERE c.id = @id', parameters: [{ name: '@id', value: 'before' }] }).fetchAll();
-  assert.deepEqual(resources.map((r) => r.id), ['before']);
-  assert.equal((await c1.read()).statusCode, 200);
-  // Writes stay refused while the disk is full: a replace, a delete.
-  await assert.rejects(c1.item('before', 'p').replace({ id: 'before', pk: 'p', n: 9 }), refused);
-  await assert.rejects(c1.item('before', 'p').delete(), refused);
-  // Space is back: the next write is acknowledged, with the queued changes.
-  disk.room = Number.POSITIVE_INFINITY;
-  await c1.items.upsert({ id: 'after', pk: 'p', n: 2 });
-  const copy = dataDir();
-  cpSync(dir, copy, { recursive: true });
-  const again = await start(copy);
-  assert.equal(again.recovery?.truncated, undefined);
-  assert.deepEqual(
-    (await all(await container(again.endpoint, again.key))).map((r) => r.id),
-    ['after', 'full'],
-    'what memory held when the write succeeded: the refused delete of before was applied in memory, as a refused write is',
-  );
-});
-
 test('after a compaction, a write the disk cannot take whole is cut back and later acknowledged writes survive', async () => {
   // The compaction's new journal was opened with 'w' (recovery opens with 'a'): the cut-back (ftruncate) did not
   // move that descriptor's position, so the next write landed past the end, after a run of zero bytes, and the

@@ -25,8 +25,7 @@
 //   would otherwise replace the only copy of the documents after the damage.
 // - Every write is written whole or not at all: a short write (a nearly full disk) is continued, and a failed one
 //   is cut back (ftruncate) so the journal never holds a partial record before later good ones. A response whose
-//   changes could not be written is a 503, never an acknowledgement; a read (which acknowledges nothing) is still
-//   answered from memory meanwhile. Every write names its file offset (pwrite):
+//   changes could not be written is a 503, never an acknowledgement. Every write names its file offset (pwrite):
 //   the cut-back moves no descriptor's position.
 //
 // Journaling at the model (not replaying HTTP requests) is what keeps `_etag`/`_ts` stable and needs no second
@@ -501,15 +500,10 @@ export class EmbeddedJournal {
       // Before the answer leaves: the changes it acknowledges (and any other request's, all complete) on disk. When
       // they cannot be written, the answer is a 503 instead: its changes stay pending (in memory, written by the
       // next flush that succeeds) but nobody is told they are durable; the client retries.
-      // A read changes nothing, so it acknowledges nothing: when the queued changes of earlier refused writes still
-      // cannot be written (the disk is full), it is answered from memory all the same. Before, every response tried
-      // that write first and every request, reads included, was a 503 until space came back.
-      const read = isRead(req);
       res.end = ((...args: unknown[]) => {
         try {
           journal.flush();
         } catch (error) {
-          if (read) return end(...args);
           return refuse(res, end, error);
         }
         return end(...args);
@@ -830,15 +824,6 @@ export class EmbeddedJournal {
       ...(damaged ? { damaged } : {}),
     };
   }
-}
-
-/**
- * Whether a request only reads (Cosmos REST): GET and HEAD, and a query (a POST marked `x-ms-documentdb-isquery`).
- * Every other POST (create, upsert, batch, bulk, stored procedure), PUT, PATCH and DELETE may change the model.
- */
-function isRead(req: IncomingMessage): boolean {
-  if (req.method === 'GET' || req.method === 'HEAD') return true;
-  return req.method === 'POST' && String(req.headers['x-ms-documentdb-isquery'] ?? '').toLowerCase() === 'true';
 }
 
 /** Answers a request whose changes could not be written: a 503 (nothing acknowledged), or a reset connection. */
