@@ -33,6 +33,9 @@ export interface BoundedCallOptions<T> {
   late?: ((value: T) => void) | undefined;
 }
 
+/** The longest delay setTimeout honours (about 24.8 days); a longer one fires after 1 ms. */
+const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+
 /** `call()`, or a rejection after `timeoutMs` (OperationTimeoutError) or when `signal` aborts. */
 export function boundedCall<T>(
   what: string,
@@ -54,9 +57,10 @@ export function boundedCall<T>(
       reject(error);
       givenUp.abort(error);
     };
+    // Clamped: Node runs a delay above 2^31-1 ms (or Infinity) after 1 ms, so a bound meant as "very long" gave up at once.
     const timer = setTimeout(() => {
       if (finish()) giveUp(new OperationTimeoutError(what, timeoutMs, options.consequence));
-    }, timeoutMs);
+    }, Math.min(timeoutMs, MAX_TIMER_DELAY_MS));
     const onStop = () => {
       if (finish()) giveUp(new Error(`${what} given up: ${options.stopMessage ?? 'stopping'}`));
     };

@@ -65,3 +65,10 @@ test('a close abandoned that fails later is dropped (no unhandled rejection)', a
     process.off('unhandledRejection', onUnhandled);
   }
 });
+
+test('a bound above the longest timer delay (or Infinity) waits for the close instead of giving up after 1 ms', async () => {
+  // Node fires a setTimeout over 2^31-1 ms after 1 ms: before, `closeTimeoutMs: Infinity` abandoned a healthy close.
+  const slow = () => new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(await boundedClose('closing the sender', slow, { timeoutMs: 2 ** 31 }), 'closed');
+  assert.equal(await boundedClose('closing the client', slow, { timeoutMs: Number.POSITIVE_INFINITY }), 'closed');
+});
