@@ -68,8 +68,10 @@ export const consoleEnvSchema = z.object({
     z
       .string()
       .trim()
-      .regex(/^\d{1,5}$/, 'NIMBUS_EMULATOR_TLS_PORT must be a port number (1-65535)')
-      .refine((v) => Number(v) >= 1 && Number(v) <= 65535, 'NIMBUS_EMULATOR_TLS_PORT must be a port number (1-65535)')
+      .regex(/^\d{1,5}$/, 'NIMBUS_EMULATOR_TLS_PORT must be a port number (1-65535, or 0)')
+      // 0 is `npm start`'s "any free port": it hands its console the port it got, but with an external Service Bus it
+      // starts no emulator and the 0 stays in the environment; the alert check then keeps its default (5671).
+      .refine((v) => Number(v) >= 0 && Number(v) <= 65535, 'NIMBUS_EMULATOR_TLS_PORT must be a port number (1-65535, or 0)')
       .optional(),
   ),
 });
