@@ -6,11 +6,11 @@ import { Providers } from '../components/Providers.tsx';
 import { GlobalSearch } from '../components/GlobalSearch.tsx';
 import { TimeZoneSwitch } from '../components/timeZone.tsx';
 import { connection } from 'next/server';
-import { cookies, headers } from 'next/headers';
+import { headers } from 'next/headers';
 import { HeaderNav, type NavLink } from '../components/nav/HeaderNav.tsx';
 import { KeyboardShortcuts } from '../components/shortcuts/KeyboardShortcuts.tsx';
 import { ThemeSwitch } from '../components/theme/ThemeSwitch.tsx';
-import { parseThemeChoice, THEME_KEY, themeScript } from '../components/theme/themeScript.ts';
+import { THEME_SCRIPT } from '../components/theme/themeScript.ts';
 import { currentViewer } from '../components/auth/viewer.ts';
 import { AuthOffBanner } from '../components/auth/AuthOffBanner.tsx';
 import { SignInRedirect } from '../components/auth/SignInRedirect.tsx';
@@ -44,14 +44,12 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
   await connection();
   const viewer = await currentViewer();
   // The theme script runs before the first paint (no light flash for a dark-mode viewer); the page's CSP admits
-  // inline scripts only with this request's nonce (proxy.ts). The viewer's choice comes from its cookie, so the
-  // script reads no storage (themeScript.ts says why). <html> gets its class from the script, so React is told not
-  // to mind the difference at hydration.
+  // inline scripts only with this request's nonce (proxy.ts). <html> gets its class from the script, so React is
+  // told not to mind the difference at hydration.
   const nonce = (await headers()).get('x-nonce') ?? undefined;
-  const theme = parseThemeChoice((await cookies()).get(THEME_KEY)?.value);
   const themeHead = (
     <head>
-      <script nonce={nonce} dangerouslySetInnerHTML={{ __html: themeScript(theme) }} />
+      <script nonce={nonce} dangerouslySetInnerHTML={{ __html: THEME_SCRIPT }} />
     </head>
   );
   // Not signed in: no header, no page - only the hop to sign-in (the APIs answer 401 on their own).
