@@ -76,7 +76,7 @@ export function EndpointsView() {
     <section>
       <div className="mb-3 flex flex-wrap items-center gap-3">
         <h1 className="text-xl font-semibold">Endpoints</h1>
-        <span className={`rounded px-2 py-0.5 text-xs font-medium ${total > 0 ? 'bg-red-100 text-red-800' : 'bg-emerald-100 text-emerald-800'}`}>
+        <span className={`rounded px-2 py-0.5 text-xs font-semibold ${total > 0 ? 'bg-red-100 text-red-800' : 'bg-emerald-100 text-emerald-800'}`}>
           {total > 0 ? countOf(total, 'failed event') : 'no failed events'}
         </span>
         <UrlFilterBox filter={filter} label="Filter endpoints" placeholder="Filter by endpoint or owner" alignEnd />
@@ -111,7 +111,7 @@ export function EndpointsView() {
               {rows.map((e) => (
                 <tr key={e.endpointId} className="hover:bg-slate-50" data-endpoint={e.endpointId}>
                   <td className="px-3 py-1.5">
-                    <Link href={endpointHref(e.endpointId)} className="font-medium text-sky-700 hover:underline">
+                    <Link href={endpointHref(e.endpointId)} className="text-sky-700 hover:underline">
                       {e.endpointId}
                     </Link>
                     {e.owner ? <div className="text-xs text-slate-500">{e.owner}</div> : null}

@@ -68,7 +68,7 @@ export function SortableTh<K extends string>({
       >
         <span>{label}</span>
         {/* The arrow is decoration: aria-sort on the cell tells assistive technology. */}
-        <span aria-hidden="true" className={`w-3 text-[10px] ${active ? '' : 'text-slate-500'}`}>
+        <span aria-hidden="true" className={`w-3 ${active ? '' : 'text-slate-500'}`}>
           {active ? (sort.dir === 'asc' ? '▲' : '▼') : '↕'}
         </span>
       </button>

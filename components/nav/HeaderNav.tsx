@@ -68,7 +68,7 @@ export function HeaderNav({ links }: { links: readonly NavLink[] }) {
               href={href}
               aria-current={href === current ? 'page' : undefined}
               onClick={() => setOpen(false)}
-              className={`block py-1.5 md:py-0 ${href === current ? 'font-medium text-white underline decoration-sky-400 decoration-2 underline-offset-4' : 'text-slate-300 hover:text-white'}`}
+              className={`block py-1.5 md:py-0 ${href === current ? 'font-semibold text-white underline decoration-sky-400 decoration-2 underline-offset-4' : 'text-slate-300 hover:text-white'}`}
             >
               {label}
               <PendingMark />
