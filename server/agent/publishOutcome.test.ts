@@ -11,6 +11,7 @@ import { deterministicMessageId } from '@nimbus/sdk';
 import { createStore, startEmbeddedCosmos, type EmbeddedCosmos, type MessageStore } from '../../lib/store/index.ts';
 import { DEFAULT_CATALOG_PATH } from '../config.ts';
 import { describeError } from '../http.ts';
+import { log, setConsoleLogSink } from '../log.ts';
 import type { ConsoleContext } from '../context.ts';
 import { PUBLISH_IN_FLIGHT_CODE, publishAsAgent } from './publish.ts';
 import { PUBLISH_IN_FLIGHT_MS, PUBLISH_RECORDS_CONTAINER, publishRecordId, type PublishRecord } from './publishRecords.ts';
@@ -125,4 +126,64 @@ describe('a publish whose send fails', () => {
       assert.deepEqual([bus.sends(), bus.landed.length], [2, 1]);
     });
   }
+});
+
+describe('a publish whose records container cannot be opened', () => {
+  // Before, the container's open (createIfNotExists) was outside the store-error mapping: 500 "internal error".
+  test('with the store unreachable on the first publish of a process: 503 (try again) each time, nothing sent', async () => {
+    const dead = await startEmbeddedCosmos({ port: 0 });
+    const deadStore = await createStore({ endpoint: dead.endpoint, key: dead.key, database: 'publishoutcomedead' });
+    await dead.close();
+    try {
+      const bus = busSeam(() => ({ lands: true }));
+      const ctx = ctxOf(bus.client, deadStore.database);
+      for (const attempt of [1, 2]) {
+        const err = await publish(ctx, 'ORD-DEAD-STORE').then(() => assert.fail('answered 200'), (e: unknown) => e);
+        const d = describeError(err);
+        assert.deepEqual([d.status, d.error, d.internal], [503, 'unavailable', undefined], `attempt ${attempt}: ${d.detail}`);
+      }
+      assert.equal(bus.sends(), 0);
+    } finally {
+      await deadStore.close().catch(() => undefined);
+    }
+  });
+
+  test('refused with 403 on its creation (Entra data-plane roles): 503 naming the missing container, logged once per process', async () => {
+    // The real database, whose container creation Cosmos refuses as it does an identity with data-plane roles only.
+    const real = store.database;
+    let creations = 0;
+    const database = new Proxy(real, {
+      get(t, p) {
+        if (p !== 'containers') return Reflect.get(t, p);
+        return {
+          createIfNotExists: async () => {
+            creations++;
+            throw Object.assign(new Error('Request blocked by Auth: the principal does not have the required RBAC permissions'), { code: 403, substatus: 5301 });
+          },
+        };
+      },
+    }) as Database;
+    const bus = busSeam(() => ({ lands: true }));
+    const ctx = ctxOf(bus.client, database);
+    const records: Array<Record<string, unknown>> = [];
+    const level = log.level;
+    setConsoleLogSink((record) => records.push(JSON.parse(record) as Record<string, unknown>));
+    log.level = 'warn';
+    try {
+      for (const attempt of [1, 2, 3]) {
+        const d = describeError(await publish(ctx, 'ORD-NO-CONTAINER').then(() => assert.fail('answered 200'), (e: unknown) => e));
+        assert.deepEqual([d.status, d.error], [503, 'not configured'], `attempt ${attempt}: ${d.detail}`);
+        assert.match(d.detail, /container agentPublishes is missing .* must be created as docs\/deploy\.md shows; nothing was sent/);
+      }
+    } finally {
+      log.level = level;
+      setConsoleLogSink(undefined);
+    }
+    assert.equal(creations, 3, 'tried again on each publish');
+    assert.equal(bus.sends(), 0);
+    const errors = records.filter((r) => r.level === 50);
+    assert.equal(errors.length, 1, `one error logged: ${JSON.stringify(records)}`);
+    assert.equal(errors[0]!.container, 'agentPublishes');
+    assert.match(String(errors[0]!.msg), /agentPublishes is missing/);
+  });
 });
