@@ -155,10 +155,11 @@ async function sendClaimed(
     log.warn({ endpointId, eventTypeId, err: reason }, 'agent publish refused by the bus');
     throw new HttpError(503, 'unavailable', 'the bus refused the event; nothing was sent - try again');
   }
-  // Sent: the answer stands whatever happens to the record. Not recorded (the store failing now, or the claim taken
-  // over), a retry finds `sending` and gets 409 until PUBLISH_IN_FLIGHT_MS, then sends again.
+  // Sent: the answer stands whatever happens to the record. The write is tried a few times (records.sent); not
+  // recorded even so (the store failing for seconds, or the claim taken over), a retry finds `sending` and gets 409
+  // until PUBLISH_IN_FLIGHT_MS, then sends again - a duplicate window docs/agents.md lists.
   const kept = await records.sent(entry, answer).catch((e: unknown) => {
-    log.warn({ endpointId, err: e instanceof Error ? e.message : String(e) }, 'agent publish sent, its record not written');
+    log.warn({ endpointId, err: e instanceof Error ? e.message : String(e) }, 'agent publish sent, its record not written after retries (a retry past the in-flight bound sends it again)');
     return true;
   });
   if (!kept) log.warn({ endpointId, eventTypeId }, 'agent publish sent after its record was taken over (a retry may have sent it again)');

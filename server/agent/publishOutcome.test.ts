@@ -187,3 +187,86 @@ describe('a publish whose records container cannot be opened', () => {
     assert.match(String(errors[0]!.msg), /agentPublishes is missing/);
   });
 });
+
+/**
+ * The real database, whose records' item replace fails while `failures.left > 0` (one failure each): before the write
+ * reaches the store (`applied: false`, as a refused connection) or after it was applied (`applied: true`, as an
+ * answer lost on its way back).
+ */
+function replaceFailing(failures: { left: number; applied: boolean }): Database {
+  const real = store.database;
+  const wrapItem = (item: ReturnType<ReturnType<Database['container']>['item']>) =>
+    new Proxy(item, {
+      get(t, p) {
+        const v = Reflect.get(t, p) as unknown;
+        if (p !== 'replace' || typeof v !== 'function') return typeof v === 'function' ? v.bind(t) : v;
+        return async (...args: unknown[]) => {
+          if (failures.left <= 0) return (v as (...a: unknown[]) => unknown).apply(t, args);
+          failures.left--;
+          if (failures.applied) await (v as (...a: unknown[]) => Promise<unknown>).apply(t, args);
+          throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1'), { code: 'ECONNREFUSED' });
+        };
+      },
+    });
+  const wrapContainer = (c: ReturnType<Database['container']>) =>
+    new Proxy(c, {
+      get(t, p) {
+        if (p === 'item') return (id: string, pk: string) => wrapItem(t.item(id, pk));
+        const v = Reflect.get(t, p) as unknown;
+        return typeof v === 'function' ? v.bind(t) : v;
+      },
+    });
+  return new Proxy(real, {
+    get(t, p) {
+      if (p !== 'containers') return Reflect.get(t, p);
+      return { createIfNotExists: async (def: Parameters<Database['containers']['createIfNotExists']>[0]) => ({ container: wrapContainer((await t.containers.createIfNotExists(def)).container) }) };
+    },
+  }) as Database;
+}
+
+describe('a publish whose `sent` write fails after the send', () => {
+  // Before, one failed write was given up: the record stayed `sending`, so the retry got 409 and, past the bound,
+  // sent a second copy.
+  test('once, then succeeds: the write is retried, and a later retry of the publish is replayed, nothing sent again', async () => {
+    const failures = { left: 0, applied: false };
+    // Armed by the send itself, so that the record's creation before it is not the write that fails.
+    const bus = busSeam(() => {
+      failures.left = 1;
+      return { lands: true };
+    });
+    const ctx = ctxOf(bus.client, replaceFailing(failures));
+    const first = await answerOf(publish(ctx, 'ORD-SENT-WRITE'));
+    assert.equal(first.status, 200, first.detail);
+    assert.equal(failures.left, 0, 'the write failed once');
+    const retry = await answerOf(publish(ctx, 'ORD-SENT-WRITE'));
+    assert.equal(retry.status, 200, `${retry.status} ${retry.code ?? ''} ${retry.detail}`);
+    assert.deepEqual(retry.body, { ...(first.body as object), replayed: true });
+    assert.equal(bus.sends(), 1, 'sent once');
+    assert.equal((await recordOf('ORD-SENT-WRITE'))?.state, 'sent');
+  });
+
+  test('applied but unanswered, then refused for its etag on the next attempt: taken as written, no warning', async () => {
+    const failures = { left: 0, applied: true };
+    const bus = busSeam(() => {
+      failures.left = 1;
+      return { lands: true };
+    });
+    const ctx = ctxOf(bus.client, replaceFailing(failures));
+    const records: Array<Record<string, unknown>> = [];
+    const level = log.level;
+    setConsoleLogSink((record) => records.push(JSON.parse(record) as Record<string, unknown>));
+    log.level = 'warn';
+    let first;
+    try {
+      first = await answerOf(publish(ctx, 'ORD-SENT-LANDED'));
+    } finally {
+      log.level = level;
+      setConsoleLogSink(undefined);
+    }
+    assert.equal(first.status, 200, first.detail);
+    assert.deepEqual(records.map((r) => r.msg), [], 'neither "taken over" nor "not written"');
+    const retry = await answerOf(publish(ctx, 'ORD-SENT-LANDED'));
+    assert.deepEqual(retry.body, { ...(first.body as object), replayed: true });
+    assert.equal(bus.sends(), 1);
+  });
+});
