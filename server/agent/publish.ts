@@ -5,9 +5,11 @@
 // the catalog, a message id derived from the payload). The topics have no duplicate detection, so the console keeps
 // a record per endpoint and message id (publishRecords.ts): an agent's retry after a lost answer (or a 5xx) is
 // answered the first outcome with `replayed: true` and not sent again; a retry while the first attempt is still
-// being sent gets 409 with Retry-After (code PUBLISH_IN_FLIGHT_CODE). A payload too large for the broker is refused
-// with 413 before anything is sent, and a broker's size refusal answered 413 too (server/messageSize.ts): answered
-// 503 "try again", an agent's client retried it for ever.
+// being sent gets 409 with Retry-After (code PUBLISH_IN_FLIGHT_CODE). A send that failed with its outcome unknown
+// (a timeout, a lost connection: the broker may have taken it) keeps its record `sending` too, so its retries get
+// that 409 rather than a second copy (sendRefusal.ts). A payload too large for the broker is refused with 413
+// before anything is sent, and a broker's size refusal answered 413 too (server/messageSize.ts): answered 503 "try
+// again", an agent's client retried it for ever.
 import { describePayloadIssues, payloadIssues, type Catalog } from '@nimbus/sdk/contract';
 import { createPublisher, PUBLISH_IN_FLIGHT_CODE, PublishValidationError, sessionKeysFromCatalog, type Publisher } from '@nimbus/sdk';
 import type { ConsoleContext } from '../context.ts';
@@ -15,7 +17,8 @@ import { HttpError, badRequest, conflict } from '../http.ts';
 import { schemaFor } from '../payloadSchemaCheck.ts';
 import { log } from '../log.ts';
 import { isSizeRefusal, requireSendableSize } from '../messageSize.ts';
-import { publishRecordsOf, PUBLISH_RECORD_TTL_MS, type PublishRecordEntry } from './publishRecords.ts';
+import { publishRecordsOf, PUBLISH_IN_FLIGHT_MS, PUBLISH_RECORD_TTL_MS, type PublishRecordEntry } from './publishRecords.ts';
+import { refusedBeforeSending } from './sendRefusal.ts';
 
 /**
  * The `code` of the 409 to a publish whose first attempt (same endpoint and message id) is still being sent: retry
@@ -114,12 +117,12 @@ export async function publishAsAgent(
           'nothing was sent - the same payload into another session carries the same message id, which subscribers drop as a duplicate',
       );
     case 'send':
-      return sendClaimed(ctx, records, claim.entry, endpointId, eventTypeId, payload, prepared);
+      return sendClaimed(publisher, records, claim.entry, endpointId, eventTypeId, payload, prepared);
   }
 }
 
 async function sendClaimed(
-  ctx: ConsoleContext,
+  publisher: Publisher,
   records: ReturnType<typeof publishRecordsOf>,
   entry: PublishRecordEntry,
   endpointId: string,
@@ -129,21 +132,34 @@ async function sendClaimed(
 ): Promise<Published> {
   let answer: Published;
   try {
-    const r = await publisherFor(ctx, endpointId).publish(eventTypeId, payload, { sessionId: prepared.sessionId, correlationId: prepared.correlationId });
+    const r = await publisher.publish(eventTypeId, payload, { sessionId: prepared.sessionId, correlationId: prepared.correlationId });
     answer = { endpointId, eventTypeId, ...r };
   } catch (err) {
-    // The broker refused it, nothing went out: the claim goes, so a retry sends. (A failure to remove it leaves it
-    // `sending`: retries get 409 until PUBLISH_IN_FLIGHT_MS, then send.)
+    const reason = err instanceof Error ? err.message : String(err);
+    if (!refusedBeforeSending(err)) {
+      // Outcome unknown (a timeout, a lost connection): the broker may have taken it, so the record stays `sending`.
+      // Removed, the agent's retry sent a second copy; kept, retries get 409 until PUBLISH_IN_FLIGHT_MS, then send.
+      log.warn({ endpointId, eventTypeId, err: reason }, 'agent publish outcome unknown; its record stays sending');
+      throw new HttpError(
+        503,
+        'unavailable',
+        `the bus did not confirm the event, which may have been sent; try again - until ${PUBLISH_IN_FLIGHT_MS / 60_000} minutes after this attempt ` +
+          'a retry is answered 409 publish-in-flight, then it is sent',
+      );
+    }
+    // Refused, nothing went out: the claim goes, so a retry sends. (A failure to remove it leaves it `sending`:
+    // retries get 409 until PUBLISH_IN_FLIGHT_MS, then send.)
     await records.release(entry).catch((e: unknown) => log.warn({ endpointId, err: e instanceof Error ? e.message : String(e) }, 'agent publish record not released'));
     if (err instanceof PublishValidationError) throw badRequest(err.message);
     if (isSizeRefusal(err)) throw new HttpError(413, 'too large', 'the event is larger than Service Bus accepts; nothing was sent - send a smaller one');
-    log.warn({ endpointId, eventTypeId, err: err instanceof Error ? err.message : String(err) }, 'agent publish not sent');
-    throw new HttpError(503, 'unavailable', 'the event could not be sent to the bus; try again');
+    log.warn({ endpointId, eventTypeId, err: reason }, 'agent publish refused by the bus');
+    throw new HttpError(503, 'unavailable', 'the bus refused the event; nothing was sent - try again');
   }
-  // Sent: the answer stands whatever happens to the record. Not recorded (the store failing now, or the claim taken
-  // over), a retry finds `sending` and gets 409 until PUBLISH_IN_FLIGHT_MS, then sends again.
+  // Sent: the answer stands whatever happens to the record. The write is tried a few times (records.sent); not
+  // recorded even so (the store failing for seconds, or the claim taken over), a retry finds `sending` and gets 409
+  // until PUBLISH_IN_FLIGHT_MS, then sends again - a duplicate window docs/agents.md lists.
   const kept = await records.sent(entry, answer).catch((e: unknown) => {
-    log.warn({ endpointId, err: e instanceof Error ? e.message : String(e) }, 'agent publish sent, its record not written');
+    log.warn({ endpointId, err: e instanceof Error ? e.message : String(e) }, 'agent publish sent, its record not written after retries (a retry past the in-flight bound sends it again)');
     return true;
   });
   if (!kept) log.warn({ endpointId, eventTypeId }, 'agent publish sent after its record was taken over (a retry may have sent it again)');

@@ -7,18 +7,22 @@
 // and replaced by `sent` with the answer once the broker accepted. What a later attempt finds decides:
 //   - `sent` by the same principal: the first answer, replayed, nothing sent;
 //   - `sending` younger than PUBLISH_IN_FLIGHT_MS: the first attempt is still being sent - 409, retry later;
-//   - `sending` older than that: the console that sent it died mid-send (its outcome is unknown) - taken over and
-//     sent again: the one duplicate window left;
+//   - `sending` older than that: its outcome is unknown (the console died mid-send, the send failed without proof
+//     that nothing went out, or the `sent` write failed) - taken over and sent again: the duplicate windows left
+//     (docs/agents.md lists them);
 //   - nothing, or a record past its expiry (24 h): a new publish.
-// A send the broker refused removes the record, so a retry sends. Every transition is conditional (create, or
+// A send refused for certain removes the record, so a retry sends (sendRefusal.ts). Every transition is conditional (create, or
 // replace/delete If-Match the etag read), like the replay journal's (server/subscriptions/replayJournal.ts).
 // The key is the message id the publisher derives from the event type and payload (`{type}-{hash}`), which is also
 // what subscribers' inboxes drop duplicates by: the same payload again within the window is the same event.
 import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Container, Database } from '@azure/cosmos';
 import { z } from 'zod';
 import { cosmosStatus, rethrowCosmos, StoreTransientError } from '../../lib/store/index.ts';
 import { openContainer, type ContainerSlot } from '../../lib/store/containers.ts';
+import { ConfigError } from '../config.ts';
+import { log } from '../log.ts';
 
 export const PUBLISH_RECORDS_CONTAINER = 'agentPublishes';
 
@@ -28,10 +32,19 @@ export const PUBLISH_RECORD_TTL_MS = 24 * 60 * 60_000;
 /**
  * How long a `sending` record is taken for a send still in flight. Above the longest the console's Service Bus
  * client can take over one send with its default retry options (4 attempts of 60 s and 3 sleeps of 30 s: 330 s), so
- * a live console's slow send is never sent a second time beside it; past it, only a console that died mid-send
- * leaves a record in `sending`.
+ * a live console's slow send is never sent a second time beside it. The margin, 90 s, also holds the `sent` write's
+ * retries (SENT_WRITE_RETRY_DELAYS_MS) and the clock skew between console instances: the record's age is one
+ * console's clock less another's `startedAt`, so a console whose clock is ahead by more than the margin could take
+ * over a live send (6 min before, a 30 s margin). Past it, a record is `sending` only when its outcome is unknown.
  */
-export const PUBLISH_IN_FLIGHT_MS = 6 * 60_000;
+export const PUBLISH_IN_FLIGHT_MS = 7 * 60_000;
+
+/**
+ * Pauses before the second, third and fourth attempt of the `sent` write after a send (about 2.6 s in all, within
+ * the bound's margin). Given up after one failure before, the record stayed `sending` although the event was sent,
+ * and a retry past PUBLISH_IN_FLIGHT_MS sent it again.
+ */
+export const SENT_WRITE_RETRY_DELAYS_MS: readonly number[] = [100, 500, 2_000];
 
 /** Retry-After (s) on the 409 to a publish whose first attempt is in flight: sends take milliseconds when healthy. */
 export const IN_FLIGHT_RETRY_AFTER_S = 5;
@@ -114,9 +127,17 @@ export class PublishRecords {
     this.#now = now;
   }
 
-  #c(): Promise<Container> {
-    // Created on first use, with the default TTL that makes Cosmos remove expired records (lib/store/containers.ts).
-    return openContainer(this.#slot, this.#database, PUBLISH_RECORDS_CONTAINER, '/endpointId', { defaultTtl: Math.ceil(PUBLISH_RECORD_TTL_MS / 1000) });
+  async #c(): Promise<Container> {
+    try {
+      // Created on first use, with the default TTL that makes Cosmos remove expired records (lib/store/containers.ts).
+      return await openContainer(this.#slot, this.#database, PUBLISH_RECORDS_CONTAINER, '/endpointId', { defaultTtl: Math.ceil(PUBLISH_RECORD_TTL_MS / 1000) });
+    } catch (err) {
+      // Mapped like every other store failure here: an unreachable store on the first publish was a 500 "internal
+      // error" (logged as one), not the 503 "try again" of the same store failing a moment later. A failed open is
+      // forgotten (containers.ts), so each publish tries again and is answered 503 again until it opens.
+      if (cosmosStatus(err) === 403) throw containerMissing(this.#database.id);
+      rethrowCosmos(err, 'publish records container open');
+    }
   }
 
   async #read(c: Container, id: string, endpointId: string): Promise<{ record: PublishRecord | null; etag: string } | null> {
@@ -172,18 +193,39 @@ export class PublishRecords {
     throw new StoreTransientError('the publish record kept changing; nothing was sent');
   }
 
-  /** The broker accepted: the answer is kept for retries. False when the claim was taken over meanwhile. */
+  /**
+   * The broker accepted: the answer is kept for retries. False when the claim was taken over meanwhile. A failed
+   * write is tried again (SENT_WRITE_RETRY_DELAYS_MS) before the store's error is thrown.
+   */
   async sent(entry: PublishRecordEntry, answer: PublishedAnswer): Promise<boolean> {
-    const c = await this.#c();
     const record: PublishRecord = { ...entry.record, state: 'sent', sentAt: new Date(this.#now()).toISOString(), answer };
-    try {
-      await c.item(record.id, record.endpointId).replace(record, { accessCondition: { type: 'IfMatch', condition: entry.etag } });
-      return true;
-    } catch (err) {
-      const code = cosmosStatus(err);
-      if (code === 412 || code === 404) return false;
-      rethrowCosmos(err, 'publish record write');
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const c = await this.#c();
+        await c.item(record.id, record.endpointId).replace(record, { accessCondition: { type: 'IfMatch', condition: entry.etag } });
+        return true;
+      } catch (err) {
+        const code = cosmosStatus(err);
+        // The etag moved: taken over - or an earlier attempt landed and only its answer was lost, then it is ours.
+        if (code === 412 || code === 404) return attempt > 0 && (await this.#holds(record));
+        const pause = SENT_WRITE_RETRY_DELAYS_MS[attempt];
+        if (pause === undefined) rethrowCosmos(err, 'publish record write');
+        await sleep(pause);
+      }
     }
+  }
+
+  /** Whether the stored record is `record` as this console's `sent` write wrote it (not another attempt's claim). */
+  async #holds(record: PublishRecord): Promise<boolean> {
+    const found = (await this.#read(await this.#c(), record.id, record.endpointId))?.record;
+    // Its claim's start and its own sentAt and correlation id: another claim or write carries other values.
+    return (
+      found?.state === 'sent' &&
+      found.startedAt === record.startedAt &&
+      found.sentAt === record.sentAt &&
+      found.principalId === record.principalId &&
+      found.answer?.correlationId === record.answer?.correlationId
+    );
   }
 
   /** The broker refused the send (nothing went out): the claim is removed so a retry sends. */
@@ -200,8 +242,28 @@ export class PublishRecords {
   }
 }
 
-type Slot = { database?: Database; records?: PublishRecords };
+type Slot = { database?: Database; records?: PublishRecords; missingLogged?: true };
+// One per process (Next.js bundles this module into each route's chunk).
 const slot = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.publishRecords')] ??= {}) as Slot;
+
+/**
+ * Cosmos refused (403) to create the container: an identity with Entra data-plane roles only may not create
+ * containers, so a deployment upgraded without creating `agentPublishes` first cannot publish through the Agent API.
+ * Answered 503 "not configured" naming the container and what to do; logged as an error once per process (every
+ * publish meets it until the container exists, and one line says it).
+ */
+function containerMissing(database: string): ConfigError {
+  if (!slot.missingLogged) {
+    slot.missingLogged = true;
+    log.error(
+      { container: PUBLISH_RECORDS_CONTAINER, database },
+      `the Cosmos container ${PUBLISH_RECORDS_CONTAINER} is missing and the console may not create it (403): every Agent API publish is answered 503 until it is created (docs/deploy.md)`,
+    );
+  }
+  return new ConfigError(
+    `the Agent API's publish records container ${PUBLISH_RECORDS_CONTAINER} is missing and the console may not create it (Cosmos refused with 403, as it does to an identity with data-plane roles only): it must be created as docs/deploy.md shows; nothing was sent`,
+  );
+}
 
 /** The records of the store's database (one instance per database, so its container is opened once). */
 export function publishRecordsOf(database: Database): PublishRecords {
