@@ -24,6 +24,7 @@ import { recordIdOf, verdictOf, type DeadLetterKey, type JournalEntry, type Jour
 import { subscriptionMatches, type Match } from './ruleMatch.ts';
 import { sendCertainlyRefused } from './sendOutcome.ts';
 import { extractTraceContext, withSendSpan } from '@nimbus/sdk';
+import { boundedClose } from '@nimbus/sdk/servicebus';
 
 /** Which dead letters: the listed sequence numbers, or every one matching the reason filter (`all`). */
 export interface ReplaySelection {
@@ -233,7 +234,7 @@ export async function previewReplay(
       batch = await receiver.peekMessages(100, { fromSequenceNumber: sequenceNumber(BigInt(batch[batch.length - 1]!.sequenceNumber!.toString()) + 1n) });
     }
   } finally {
-    await receiver.close().catch(() => undefined);
+    await closeBounded('a dead-letter peek receiver', receiver);
   }
   const alsoReaches = [...reach.entries()]
     .map(([s, e]) => ({ subscription: s, count: e.yes + e.unknown, certain: e.unknown === 0 }))
@@ -268,7 +269,7 @@ export async function warnedAmong(client: ServiceBusClient, topic: string, subsc
       batch = await receiver.peekMessages(100, { fromSequenceNumber: sequenceNumber(BigInt(batch[batch.length - 1]!.sequenceNumber!.toString()) + 1n) });
     }
   } finally {
-    await receiver.close().catch(() => undefined);
+    await closeBounded('a dead-letter peek receiver', receiver);
   }
   return found;
 }
@@ -338,6 +339,8 @@ export interface ReplayDeps {
   /** Least time between two writes of the progress record (default 500 ms; the final state is always written). */
   progressEveryMs?: number;
   crashPoints?: ReplayCrashPoints;
+  /** How long a close of the replay's sender or receiver is waited for (default boundedClose's 30 s). */
+  closeTimeoutMs?: number;
   /** The operation's lease (REPLAY_LEASE_TTL_MS): the replay runs only while this process holds it. */
   lease?: { leases: LeaseStore; owner: string; ttlMs?: number };
 }
@@ -696,8 +699,8 @@ async function runReplay(
     op.error = errorText(err, 'replay failed');
   } finally {
     await releaseAll(receiver, held);
-    await sender.close().catch(() => undefined);
-    await receiver.close().catch(() => undefined);
+    await closeBounded("the replay's sender", sender, deps.closeTimeoutMs);
+    await closeBounded("the replay's dead-letter receiver", receiver, deps.closeTimeoutMs);
   }
   op.finishedAt = now();
   await save(true);
@@ -727,6 +730,14 @@ async function runReplay(
   });
   log.info({ operationId: op.id, topic, subscription, replayed: op.replayed, alreadySent: op.alreadySent, uncertain: op.uncertain, skipped: op.skipped ?? 0, arrivedAfterStart: op.arrivedAfterStart ?? 0, failed: op.failed }, 'dead-letter replay finished');
   return op;
+}
+
+/**
+ * Closes a sender or receiver, waiting at most `timeoutMs`: a close the broker had not answered when the connection
+ * dropped never ends by itself (boundedClose), and the replay's final record, audit and lease release come after it.
+ */
+async function closeBounded(what: string, part: { close(): Promise<void> }, timeoutMs?: number): Promise<void> {
+  await boundedClose(`closing ${what}`, () => part.close(), { timeoutMs, logger: log }).catch(() => undefined);
 }
 
 async function releaseAll(receiver: ServiceBusReceiver, held: ServiceBusReceivedMessage[]): Promise<void> {
