@@ -380,6 +380,7 @@ function ReplayProgress({ op, onClose }: { op: ReplayOperation; onClose: () => v
       {op.alreadySent > 0 && <span>{op.alreadySent} already sent earlier (removed without sending)</span>}
       {op.uncertain > 0 && <span>{op.uncertain} uncertain (left in the queue: decide on each)</span>}
       {(op.skipped ?? 0) > 0 && <span data-replay-skipped>{op.skipped} skipped: replaying them unchanged is futile (left in the queue)</span>}
+      {(op.arrivedAfterStart ?? 0) > 0 && <span data-replay-arrived>{op.arrivedAfterStart} arrived after the replay started, such as a copy that failed again (left in the queue)</span>}
       {op.decision && <span>{op.decided} decided: {op.decision === 'resend' ? 'resent' : 'removed as delivered'}</span>}
       {op.notCompleted > 0 && <span>{op.notCompleted} sent but not removed (lock lost; the next replay removes them)</span>}
       {op.error && <span className="text-xs">{op.error}</span>}

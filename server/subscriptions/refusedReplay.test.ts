@@ -5,6 +5,7 @@
 // properties, so the subscriber refuses it again: nothing is gained, and the event gets a second refusal notice.
 // So the list and the preview mark it (`replayWarning`), a replay that lists it is refused (409) unless it says
 // `includeWarned`, and a replay of the whole queue skips it, leaves it in the queue and reports it as skipped.
+// Also on this path: a replay of the whole queue over a dead letter that fails again replays it once, not in a loop.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -27,6 +28,8 @@ type Order = { orderId: string; n: number };
 let resolver: ResolverHandle | undefined;
 let host: SubscriberHost | undefined;
 let publisher: Publisher | undefined;
+/** How often the handler ran for each ALWAYS- order (they fail permanently every time). */
+const alwaysRuns = new Map<string, number>();
 
 // Before useConsoleStack's: top-level after hooks run in order, and these stop before the stack they use.
 after(async () => {
@@ -44,7 +47,12 @@ const stack = useConsoleStack({
     // permanently the first time (dead-lettered) and is handled once replayed, as after a fix: a dead letter a
     // replay still sends (it only warns of permanent failures), and whose copy does not come back to the queue.
     const permanentOnce = new Set<string>();
+    // An ALWAYS- order fails permanently every time, as a permanent failure replayed without a fix does.
     const handlers = new HandlerRegistry().on<Order>('OrderPlaced', (o) => {
+      if (o.orderId.startsWith('ALWAYS-')) {
+        alwaysRuns.set(o.orderId, (alwaysRuns.get(o.orderId) ?? 0) + 1);
+        throw new PermanentFailureError(`order ${o.orderId} is malformed for good`);
+      }
       if (o.orderId.startsWith('PERM-')) {
         if (permanentOnce.has(o.orderId)) return;
         permanentOnce.add(o.orderId);
@@ -106,6 +114,7 @@ interface Operation {
   state: string;
   replayed: number;
   skipped?: number;
+  arrivedAfterStart?: number;
   skippedSequenceNumbers?: string[];
   messageIds: string[];
 }
@@ -205,5 +214,37 @@ describe('a CommandRefused dead letter replayed', () => {
     const now = await stack.store.getStatusRow(EP, row.eventId, row.sessionId);
     assert.equal(now?.status, 'Failed');
     assert.equal(now?.lastMessageId, row.lastMessageId, 'the refused command and its replay changed nothing on the row');
+  });
+});
+
+describe('a dead letter that fails again when replayed', () => {
+  test('a replay of the whole queue replays it once and ends; the copy dead-lettered again stays in the queue', async () => {
+    const orderId = `ALWAYS-${randomUUID().slice(0, 6)}`;
+    await publisher!.publish('OrderPlaced', { orderId, n: 1 });
+    const dead = await eventually(async () => {
+      const page = await peekDeadLetters(stack.serviceBus.client, EP, EP, { pageSize: 100 });
+      return page.items.find((d) => d.sessionId === orderId && d.permanentFailure);
+    }, 'the permanent failure dead-lettered', 60_000);
+    assert.equal(alwaysRuns.get(orderId), 1);
+    const replay = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/route.ts');
+    const res = await replay.POST(req('POST', { all: true }), sub);
+    assert.equal(res.status, 202, await res.clone().text());
+    // Before the fix the pass received each copy the subscriber dead-lettered again and replayed it, up to 5000
+    // times: this wait (60 s) then ran out, or the operation listed the MessageId many times.
+    const op = await finished(((await res.json()) as { operationId: string }).operationId);
+    assert.equal(op.state, 'done');
+    assert.equal(op.messageIds.filter((id) => id === dead.messageId).length, 1, `replayed once: ${JSON.stringify(op.messageIds)}`);
+    // Whether the copy came back before the pass ended depends on the subscriber's pace: it is left either way.
+    assert.ok((op.arrivedAfterStart ?? 0) <= 1, `arrivedAfterStart: ${op.arrivedAfterStart}`);
+
+    const again = await eventually(async () => {
+      const found = await deadLettersOf(dead.messageId!);
+      return found.length === 1 && found[0]!.sequenceNumber !== dead.sequenceNumber ? found[0] : undefined;
+    }, 'the replayed copy dead-lettered again', 60_000);
+    assert.ok(again.permanentFailure);
+    assert.ok(BigInt(again.sequenceNumber) > BigInt(dead.sequenceNumber), 'a new, higher sequence number');
+    assert.equal(alwaysRuns.get(orderId), 2, 'the handler ran for the original and for one copy');
+    const audits = (await stack.store.listAudits(dead.event!.eventId)).items.filter((a) => a.type === 'ReplayDeadLetter');
+    assert.equal(audits.length, 1, 'one replay on the event\'s audit trail');
   });
 });

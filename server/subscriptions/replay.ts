@@ -24,6 +24,7 @@ import { recordIdOf, verdictOf, type DeadLetterKey, type JournalEntry, type Jour
 import { subscriptionMatches, type Match } from './ruleMatch.ts';
 import { sendCertainlyRefused } from './sendOutcome.ts';
 import { extractTraceContext, withSendSpan } from '@nimbus/sdk';
+import { boundedClose } from '@nimbus/sdk/servicebus';
 
 /** Which dead letters: the listed sequence numbers, or every one matching the reason filter (`all`). */
 export interface ReplaySelection {
@@ -233,7 +234,7 @@ export async function previewReplay(
       batch = await receiver.peekMessages(100, { fromSequenceNumber: sequenceNumber(BigInt(batch[batch.length - 1]!.sequenceNumber!.toString()) + 1n) });
     }
   } finally {
-    await receiver.close().catch(() => undefined);
+    await closeBounded('a dead-letter peek receiver', receiver);
   }
   const alsoReaches = [...reach.entries()]
     .map(([s, e]) => ({ subscription: s, count: e.yes + e.unknown, certain: e.unknown === 0 }))
@@ -268,7 +269,7 @@ export async function warnedAmong(client: ServiceBusClient, topic: string, subsc
       batch = await receiver.peekMessages(100, { fromSequenceNumber: sequenceNumber(BigInt(batch[batch.length - 1]!.sequenceNumber!.toString()) + 1n) });
     }
   } finally {
-    await receiver.close().catch(() => undefined);
+    await closeBounded('a dead-letter peek receiver', receiver);
   }
   return found;
 }
@@ -299,6 +300,12 @@ export interface ReplayOperation {
    */
   skipped?: number;
   skippedSequenceNumbers?: string[];
+  /**
+   * Dead letters of the selection (by filter or `all`) that were not in the queue when the replay started - above
+   * its highest sequence number then, such as a replayed copy the subscriber dead-lettered again - left in the
+   * queue unreplayed for the operator's next decision. Absent on records written before.
+   */
+  arrivedAfterStart?: number;
   /** The operator decision this operation applied to uncertain dead letters, and to how many. */
   decision: UncertainDecision | null;
   decided: number;
@@ -332,6 +339,8 @@ export interface ReplayDeps {
   /** Least time between two writes of the progress record (default 500 ms; the final state is always written). */
   progressEveryMs?: number;
   crashPoints?: ReplayCrashPoints;
+  /** How long a close of the replay's sender or receiver is waited for (default boundedClose's 30 s). */
+  closeTimeoutMs?: number;
   /** The operation's lease (REPLAY_LEASE_TTL_MS): the replay runs only while this process holds it. */
   lease?: { leases: LeaseStore; owner: string; ttlMs?: number };
 }
@@ -399,6 +408,7 @@ export async function beginReplay(
     uncertainSequenceNumbers: [],
     skipped: 0,
     skippedSequenceNumbers: [],
+    arrivedAfterStart: 0,
     decision,
     decided: 0,
     messageIds: [],
@@ -629,6 +639,11 @@ async function runReplay(
   };
 
   try {
+    // A replay by filter or `all` takes only the dead letters in the queue when it started. Without this bound a
+    // copy the subscriber dead-letters again during the pass (a permanent failure replayed unchanged) came back
+    // under a new sequence number, was received and replayed again, and again, up to `max`: the endpoint flooded
+    // with one failing message, the audit filled. Listed sequence numbers need no bound: a copy never has one.
+    const bound = wanted ? null : await highestSequenceNumber(receiver);
     while (op.replayed + op.failed + op.alreadySent + op.uncertain < max) {
       if (lease?.signal.aborted) {
         // The lease ran out (the store unreachable for a TTL): another process may take the operation over now.
@@ -653,6 +668,13 @@ async function runReplay(
         }
         seen.add(v.sequenceNumber);
         fresh++;
+        if (bound !== null && BigInt(v.sequenceNumber) > bound) {
+          // Arrived after the start (the queue need not be in sequence order, so this is no reason to stop): held
+          // under lock like an unselected one so this pass does not receive it again, then left in the queue.
+          held.push(m);
+          if (selects(selection, v)) op.arrivedAfterStart = (op.arrivedAfterStart ?? 0) + 1;
+          continue;
+        }
         if (stop || !selects(selection, v) || op.replayed + op.failed + op.alreadySent + op.uncertain >= max) {
           held.push(m);
           continue;
@@ -677,8 +699,8 @@ async function runReplay(
     op.error = errorText(err, 'replay failed');
   } finally {
     await releaseAll(receiver, held);
-    await sender.close().catch(() => undefined);
-    await receiver.close().catch(() => undefined);
+    await closeBounded("the replay's sender", sender, deps.closeTimeoutMs);
+    await closeBounded("the replay's dead-letter receiver", receiver, deps.closeTimeoutMs);
   }
   op.finishedAt = now();
   await save(true);
@@ -687,7 +709,7 @@ async function runReplay(
     eventId: TOPOLOGY_AUDIT_EVENT,
     type: decision ? 'ReplayUncertainDecision' : 'ReplayDeadLetters',
     ...who,
-    comment: `${topic}/${subscription}: ${op.replayed} replayed, ${op.alreadySent} already sent (removed), ${op.uncertain} uncertain (left), ${op.skipped ?? 0} skipped as futile (left), ${op.failed} failed${decision ? `; operator decision ${decision} on ${op.decided}` : ''}`,
+    comment: `${topic}/${subscription}: ${op.replayed} replayed, ${op.alreadySent} already sent (removed), ${op.uncertain} uncertain (left), ${op.skipped ?? 0} skipped as futile (left), ${op.arrivedAfterStart ?? 0} arrived after the start (left), ${op.failed} failed${decision ? `; operator decision ${decision} on ${op.decided}` : ''}`,
     data: JSON.stringify({
       topic,
       subscription,
@@ -697,6 +719,7 @@ async function runReplay(
       alreadySent: op.alreadySent,
       uncertain: op.uncertain,
       skipped: op.skipped ?? 0,
+      arrivedAfterStart: op.arrivedAfterStart ?? 0,
       includeWarned: selection.includeWarned === true,
       decision,
       decided: op.decided,
@@ -705,10 +728,38 @@ async function runReplay(
       messageIds: op.messageIds.slice(0, 50),
     }).slice(0, 4096),
   });
-  log.info({ operationId: op.id, topic, subscription, replayed: op.replayed, alreadySent: op.alreadySent, uncertain: op.uncertain, skipped: op.skipped ?? 0, failed: op.failed }, 'dead-letter replay finished');
+  log.info({ operationId: op.id, topic, subscription, replayed: op.replayed, alreadySent: op.alreadySent, uncertain: op.uncertain, skipped: op.skipped ?? 0, arrivedAfterStart: op.arrivedAfterStart ?? 0, failed: op.failed }, 'dead-letter replay finished');
   return op;
+}
+
+/**
+ * Closes a sender or receiver, waiting at most `timeoutMs`: a close the broker had not answered when the connection
+ * dropped never ends by itself (boundedClose), and the replay's final record, audit and lease release come after it.
+ */
+async function closeBounded(what: string, part: { close(): Promise<void> }, timeoutMs?: number): Promise<void> {
+  await boundedClose(`closing ${what}`, () => part.close(), { timeoutMs, logger: log }).catch(() => undefined);
 }
 
 async function releaseAll(receiver: ServiceBusReceiver, held: ServiceBusReceivedMessage[]): Promise<void> {
   await Promise.all(held.map((m) => receiver.abandonMessage(m).catch(() => undefined)));
+}
+
+/**
+ * The highest sequence number in the dead-letter queue now, found by peeking it through (peek takes no lock and
+ * sees locked messages too); -1 when the queue is empty. Every message enqueued later - a replayed copy included -
+ * has a higher one. The peek stops after MAX_SCAN, as a replay pass does: what lies beyond waits for the next run.
+ */
+async function highestSequenceNumber(receiver: ServiceBusReceiver): Promise<bigint> {
+  let highest = -1n;
+  let looked = 0;
+  let batch = await receiver.peekMessages(100, { fromSequenceNumber: sequenceNumber('0') });
+  while (batch.length > 0 && looked < MAX_SCAN) {
+    looked += batch.length;
+    for (const m of batch) {
+      const n = BigInt(m.sequenceNumber!.toString());
+      if (n > highest) highest = n;
+    }
+    batch = await receiver.peekMessages(100, { fromSequenceNumber: sequenceNumber(highest + 1n) });
+  }
+  return highest;
 }

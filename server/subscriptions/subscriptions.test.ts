@@ -155,6 +155,43 @@ describe('subscriptions', () => {
     assert.equal(await purgeDeadLetters(stack.serviceBus.client, Topic.Resolver, Topic.Resolver), 1);
   });
 
+  test("a replay whose sender's close never ends still ends: its close is bounded", async () => {
+    const { messageId } = await resolverDeadLetter('CosmosDbThrottled');
+    // The real client and sender, except that the close never settles, as rhea's close does when the connection
+    // drops while the broker has not answered it (packages/sdk boundedClose.ts). The real close runs afterwards.
+    const realCloses: Array<() => Promise<void>> = [];
+    const sendClient = {
+      createSender: (topic: string) => {
+        const sender = stack.serviceBus.client.createSender(topic);
+        realCloses.push(sender.close.bind(sender));
+        sender.close = () => new Promise<void>(() => undefined);
+        return sender;
+      },
+    } as unknown as typeof stack.serviceBus.client;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const replay = replayDeadLetters(
+        { client: stack.serviceBus.client, sendClient, store: stack.store, journal, closeTimeoutMs: 100 },
+        { topic: Topic.Resolver, subscription: Topic.Resolver, selection: { all: true }, auditor: 'tester' },
+      );
+      // Bounds the wait so the old code (an unbounded close) fails here instead of hanging the file.
+      const op = await Promise.race([replay, new Promise<'still running'>((r) => (timer = setTimeout(() => r('still running'), 30_000)))]);
+      assert.notEqual(op, 'still running', 'the replay waited for ever on its sender close');
+      assert.deepEqual(typeof op === 'string' ? op : { state: op.state, replayed: op.replayed }, { state: 'done', replayed: 1 });
+    } finally {
+      clearTimeout(timer);
+      await Promise.all(realCloses.map((c) => c().catch(() => undefined)));
+    }
+    const audits = await stack.store.listAudits(TOPOLOGY_AUDIT_EVENT, { pageSize: 100 });
+    assert.ok(audits.items.some((a) => a.type === 'ReplayDeadLetters' && a.comment?.includes('1 replayed')), 'audited after the close');
+    // The copy went out: take it off the Resolver subscription so later tests do not meet it.
+    const receiver = await stack.serviceBus.client.acceptNextSession(Topic.Resolver, Topic.Resolver, { maxAutoLockRenewalDurationInMs: 0 });
+    const [copy] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 5000 });
+    assert.equal(copy?.messageId, messageId);
+    await receiver.completeMessage(copy!);
+    await receiver.close();
+  });
+
   test('dead letters page by sequence number', async () => {
     const ids = [];
     for (let i = 0; i < 3; i++) ids.push((await resolverDeadLetter(`R${i}`)).messageId);
