@@ -453,6 +453,13 @@ export async function beginReplay(
  * Runs one replay to its end and returns the final operation record. `onProgress` and the operation document
  * are updated as it goes (the document at most every 500 ms).
  */
+/**
+ * The dead letters a pass has taken toward its `max`: those it decided on, the ones it skipped as futile included,
+ * as the preview counts them (so a run sends no more than the preview said; before, skipped ones were not counted
+ * and a run replayed up to `max` past them).
+ */
+const takenBy = (op: ReplayOperation): number => op.replayed + op.failed + op.alreadySent + op.uncertain + (op.skipped ?? 0);
+
 export async function replayDeadLetters(
   deps: ReplayDeps,
   args: { topic: string; subscription: string; selection: ReplaySelection; auditor: string; auditorId?: string; operationId?: string },
@@ -644,7 +651,7 @@ async function runReplay(
     // under a new sequence number, was received and replayed again, and again, up to `max`: the endpoint flooded
     // with one failing message, the audit filled. Listed sequence numbers need no bound: a copy never has one.
     const bound = wanted ? null : await highestSequenceNumber(receiver);
-    while (op.replayed + op.failed + op.alreadySent + op.uncertain < max) {
+    while (takenBy(op) < max) {
       if (lease?.signal.aborted) {
         // The lease ran out (the store unreachable for a TTL): another process may take the operation over now.
         op.error = 'stopped: this process lost the replay lease';
@@ -675,7 +682,7 @@ async function runReplay(
           if (selects(selection, v)) op.arrivedAfterStart = (op.arrivedAfterStart ?? 0) + 1;
           continue;
         }
-        if (stop || !selects(selection, v) || op.replayed + op.failed + op.alreadySent + op.uncertain >= max) {
+        if (stop || !selects(selection, v) || takenBy(op) >= max) {
           held.push(m);
           continue;
         }
