@@ -24,7 +24,7 @@ import { CONSOLE_DIR, startConsole } from '../server/console.ts';
 import { launchTestChromium } from '../server/testing/chromium.ts';
 import { startConsoleTestStack } from '../server/testing/stack.ts';
 import { seedConsoleBench } from './console-seed.ts';
-import { startFloorPage } from './paintFloor.ts';
+import { startFloorPage, startOtherSite } from './paintFloor.ts';
 import { endpointsWithFailures, rebuildFailureGroups } from '../lib/store/failureGroupAggregates.ts';
 import { type BenchResult, type BenchRow, envInt, percentile, toMarkdown } from './report.ts';
 
@@ -169,9 +169,11 @@ export async function runConsoleBench(): Promise<BenchResult> {
         setTimeout(() => done(null), 10000);
       })`);
     // `tab`: each load in a new tab (a renderer process to start: what the figures before issue 20 measured);
+    // `site`: each load from a new tab showing another site's page at `from` (the operator follows a link or types
+    // the address there: a cross-site navigation, which needs a new renderer whatever the console's headers);
     // `open`: each load a navigation of one open console tab from another console page (/search), as an operator
     // following a bookmark or typing an address in the tab they work in.
-    const pageTimes = async (path: string, shown: string, identifier: string, how: 'tab' | 'open' = 'tab', origin = base): Promise<Stats & { commit: Stats; painted: Stats }> => {
+    const pageTimes = async (path: string, shown: string, identifier: string, how: 'tab' | 'site' | 'open' = 'tab', origin = base, from = ''): Promise<Stats & { commit: Stats; painted: Stats }> => {
       const samples: number[] = [];
       const commits: number[] = [];
       const paints: number[] = [];
@@ -179,6 +181,11 @@ export async function runConsoleBench(): Promise<BenchResult> {
       for (let i = 0; i < pageLoads + 1; i++) {
         if (openTab) await openTab.goto(`${base}/search`);
         const page = openTab ?? (await browser!.context.newPage());
+        if (how === 'site') {
+          await page.goto(from);
+          // A person reads the page, then clicks or types: not the instant Playwright could navigate.
+          await page.waitForTimeout(600);
+        }
         const started = performance.now();
         // Timed to the data on screen, not to the load event: the document may show it long before its
         // scripts have all arrived (counts in the first HTML), or long after (fetched once they run).
@@ -207,6 +214,13 @@ export async function runConsoleBench(): Promise<BenchResult> {
     const floorPage = await startFloorPage(base + '/');
     const floor = await pageTimes('', '[elementtiming="endpoint-counts"]', 'endpoint-counts', 'tab', floorPage.url).finally(() => floorPage.close());
     const endpointsPage = await pageTimes('/', countsLink, 'endpoint-counts');
+    // The same two loads from another site's page; the floor is reached the same way.
+    const site = await startOtherSite();
+    const [floorSite, endpointsPageSite] = await (async () => {
+      const floorPageSite = await startFloorPage(base + '/');
+      const f = await pageTimes('', '[elementtiming="endpoint-counts"]', 'endpoint-counts', 'site', floorPageSite.url, site.url).finally(() => floorPageSite.close());
+      return [f, await pageTimes('/', countsLink, 'endpoint-counts', 'site', base, site.url)] as const;
+    })().finally(() => site.close());
     const endpointsPageOpenTab = await pageTimes('/', countsLink, 'endpoint-counts', 'open');
     const endpointPage = await pageTimes(`/endpoints/${busiest}?status=Failed`, '[data-testid="events-table"] tbody tr', 'event-rows');
 
@@ -260,6 +274,22 @@ export async function runConsoleBench(): Promise<BenchResult> {
           figure: 'Endpoints page: navigation → counts painted, p95',
           value: endpointsPage.painted.p95,
           unit: 'ms',
+          better: 'lower',
+        },
+        // From another site's page (a link followed or an address typed there): a new renderer either way, so the
+        // floor is the same one-cell page reached the same way.
+        {
+          figure: 'baseline: one-cell page with the console headers, from another site → painted, p50',
+          value: floorSite.painted.p50,
+          unit: 'ms',
+          baseline: floorSite.painted.p50,
+          better: 'lower',
+        },
+        {
+          figure: 'Endpoints page, from another site: navigation → counts painted, p50',
+          value: endpointsPageSite.painted.p50,
+          unit: 'ms',
+          baseline: floorSite.painted.p50,
           better: 'lower',
         },
         {

@@ -45,3 +45,25 @@ export async function startFloorPage(consolePage: string): Promise<FloorPage> {
       }),
   };
 }
+
+/**
+ * A page of another site (the same loopback server named `localhost`, while the console is at 127.0.0.1: another
+ * site to the browser): the tab an operator follows a link from, or types the console's address into. Leaving it for
+ * the console is a cross-site navigation, which needs a new renderer process with or without the console's
+ * Cross-Origin-Opener-Policy - unlike a new Playwright tab's about:blank, which Chromium reuses for a page without COOP.
+ */
+export async function startOtherSite(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((_req, out) => {
+    out.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    out.end('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>another site</title></head><body><p>another site</p></body></html>');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://localhost:${(server.address() as AddressInfo).port}/`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
