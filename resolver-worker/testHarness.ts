@@ -8,7 +8,7 @@ import { pino } from 'pino';
 import { startEmulator, type RunningEmulator, type StartEmulatorOptions } from '../emulator/index.ts';
 import { parseCatalog } from '@nimbus/sdk/catalog';
 import { encodeBody, eventBody, Prop, SELF, Topic, type Catalog, type MessageType } from '@nimbus/sdk/contract';
-import { createServiceBusClients, type ServiceBusClients } from '@nimbus/sdk/servicebus';
+import { boundedClose, createServiceBusClients, type ServiceBusClients } from '@nimbus/sdk/servicebus';
 import { createStore, startEmbeddedCosmos, type EmbeddedCosmos, type MessageStore } from '../lib/store/index.ts';
 import { startFaultProxy, type FaultProxy } from '../lib/store/testing/faultProxy.ts';
 import { closeSteps, type CloseStep } from '../lib/concurrency/closeSteps.ts';
@@ -210,7 +210,8 @@ export class ResolverHarness {
         }
       }
     } finally {
-      await receiver.close();
+      // Bounded: a close met by a dropped connection never ends by itself (boundedClose), and the test with it.
+      await boundedClose('closing the harness dead-letter receiver', () => receiver.close(), { timeoutMs: 10_000 });
     }
   }
 

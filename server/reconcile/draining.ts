@@ -30,6 +30,7 @@ import { raceDeadline } from '../../lib/concurrency/deadline.ts';
 import type { MessageStore } from '../../lib/store/index.ts';
 import { AuditType } from '../../lib/store/index.ts';
 import { log } from '../log.ts';
+import { closeForRequest } from '../requestClose.ts';
 import { sequenceNumber } from '../subscriptions/deadLetters.ts';
 import { withSendSpan } from '@nimbus/sdk';
 
@@ -111,7 +112,8 @@ async function parkedSequences(client: ServiceBusClient, endpointId: string, ses
     const peeked = await parked.peekMessages(PEEK, { fromSequenceNumber: FROM_START, abortSignal: signal });
     return peeked.map((m) => sequenceOf(m, Prop.DeferralSequence)).filter((s): s is number => s !== undefined).sort((a, b) => a - b);
   } finally {
-    await parked.close().catch(() => undefined);
+    // Bounded here and below (server/requestClose.ts): a session link's close met by a dropped connection never ends.
+    await closeForRequest('a parked session receiver', parked, { endpointId, sessionId });
   }
 }
 
@@ -235,7 +237,7 @@ async function inspectSession(client: ServiceBusClient, endpointId: string, sess
     const r = await inspect(client, main, endpointId, sessionId, signal);
     return r === 'busy' ? 'busy' : r.finding;
   } finally {
-    await main.close().catch(() => undefined);
+    await closeForRequest('a session receiver', main, { endpointId, sessionId });
   }
 }
 
@@ -302,7 +304,7 @@ export async function repairDrainingSessions(client: ServiceBusClient, store: Me
           const trigger = replayTrigger(target.endpointId, target.sessionId, next, r.state.NextDeferralSequence);
           await withSendSpan(target.endpointId, trigger, () => sender.sendMessages(trigger));
         } finally {
-          await sender.close().catch(() => undefined);
+          await closeForRequest('the replay trigger sender', sender, { endpointId: target.endpointId });
         }
       }
       await store.recordAudit({
@@ -318,7 +320,7 @@ export async function repairDrainingSessions(client: ServiceBusClient, store: Me
     } catch (err) {
       unchanged(err instanceof Error ? err.message : String(err));
     } finally {
-      await main.close().catch(() => undefined);
+      await closeForRequest('a session receiver', main, { endpointId: target.endpointId, sessionId: target.sessionId });
     }
   }
   return results;

@@ -3,6 +3,7 @@
 // dead letter held, and they are shown as text to the page, never logged.
 import type { ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage, ServiceBusReceiver } from '@azure/service-bus';
 import { Prop } from '@nimbus/sdk/contract';
+import { closeForRequest } from '../requestClose.ts';
 import { deadLetterEventOf, isPermanentFailure, replayWarningOf, type DeadLetterEvent, type ReplayWarning } from './deadLetterEvent.ts';
 
 export interface DeadLetterView {
@@ -156,7 +157,9 @@ export async function peekDeadLetters(
     // A page that ends exactly at the queue's end still offers `next`; the following peek is then empty.
     return { items, next, scanned };
   } finally {
-    await receiver.close().catch(() => undefined);
+    // A peek-only receiver opens no link of its own (its close sends nothing today), but bounded all the same: the
+    // page must answer whatever the client's close does (server/requestClose.ts).
+    await closeForRequest('a dead-letter peek receiver', receiver, { topic, subscription });
   }
 }
 
@@ -190,6 +193,7 @@ export async function purgeDeadLetters(client: ServiceBusClient, topic: string, 
       purged += batch.length;
     }
   } finally {
-    await receiver.close().catch(() => undefined);
+    // Bounded: its link's detach met by a dropped connection never ends, and the purge's audit and answer come after.
+    await closeForRequest('a dead-letter purge receiver', receiver, { topic, subscription });
   }
 }

@@ -17,7 +17,7 @@ import {
   Topic,
 } from '@nimbus/sdk/contract';
 import type { MessageContent } from '@nimbus/sdk/contract';
-import { createServiceBusClients } from '@nimbus/sdk/servicebus';
+import { boundedClose, createServiceBusClients } from '@nimbus/sdk/servicebus';
 import type { ServiceBusClients } from '@nimbus/sdk/servicebus';
 import { deriveTopology, provisionTopology } from '@nimbus/sdk/topology';
 import { DeferredProcessor } from '@nimbus/sdk';
@@ -274,7 +274,7 @@ export class Harness {
           }
         }
       } finally {
-        await receiver.close();
+        await closeBounded('a harness receiver', receiver);
       }
     }
     if (out.length < count)
@@ -303,7 +303,7 @@ export class Harness {
         }
       }
     } finally {
-      await receiver.close();
+      await closeBounded('a harness receiver', receiver);
     }
     return out;
   }
@@ -317,7 +317,7 @@ export class Harness {
         try {
           return decodeSessionState(await receiver.getSessionState());
         } finally {
-          await receiver.close();
+          await closeBounded('a harness receiver', receiver);
         }
       } catch (error) {
         if (Date.now() > deadline) throw error;
@@ -338,7 +338,7 @@ export class Harness {
       for (const m of out) await receiver.completeMessage(m);
       return out;
     } finally {
-      await receiver.close();
+      await closeBounded('a harness receiver', receiver);
     }
   }
 
@@ -352,10 +352,28 @@ export class Harness {
 
   async close(): Promise<void> {
     for (const h of this.hosts.reverse()) await h.stop().catch(() => undefined);
-    for (const s of this.senders.values()) await s.close().catch(() => undefined);
+    for (const s of this.senders.values()) await closeBounded('a harness sender', s).catch(() => undefined);
     await this.clients.close().catch(() => undefined);
     await this.emulator.close();
   }
+}
+
+/**
+ * How long the harness waits for the close of a receiver or sender of its own. A close met by a dropped connection
+ * never ends by itself (rhea-promise 3.0.3, @nimbus/sdk/servicebus boundedClose): unbounded, it stalled the whole test
+ * file until the runner's 20 min file timeout. Well above a healthy close on a loaded machine.
+ */
+export const HARNESS_CLOSE_TIMEOUT_MS = 10_000;
+
+/**
+ * Closes `part`, waiting at most HARNESS_CLOSE_TIMEOUT_MS; a close that fails in time still throws, one given up is
+ * said on stderr (a test that then fails shows why its ending took the bound).
+ */
+export async function closeBounded(what: string, part: { close(): Promise<void> }): Promise<void> {
+  await boundedClose(`closing ${what}`, () => part.close(), {
+    timeoutMs: HARNESS_CLOSE_TIMEOUT_MS,
+    logger: { warn: (_details, message) => void process.stderr.write(`harness: ${message}\n`) },
+  });
 }
 
 function toRecord(m: ServiceBusReceivedMessage): ResolverRecord {

@@ -22,6 +22,7 @@ import { defaultSdkLogger } from './logger.ts';
 import { MessageType, Subscription } from './contract/index.ts';
 import { withLinkedSignal } from './abortScope.ts';
 import { boundedCall } from './boundedCall.ts';
+import { boundedClose } from './servicebus/boundedClose.ts';
 import { Backoff, sleep } from './backoff.ts';
 import type { BackoffOptions } from './backoff.ts';
 import { loggableError } from './causeLog.ts';
@@ -166,14 +167,21 @@ export class DeferredProcessor {
   async stop(): Promise<void> {
     this.stopController.abort(new Error('deferred processor stopping'));
     await this.loop?.catch(() => undefined);
-    // Closing what a dropped connection left behind can hang like any other call: waited for at most the bound.
-    const closes = [this.receiver?.close(), this.sender?.close()].map((c) => c?.catch(() => undefined));
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.all(closes),
-      new Promise((r) => (timer = setTimeout(r, this.options.operationTimeoutMs ?? 30_000))),
+    // Closing what a dropped connection left behind can hang like any other call (servicebus/boundedClose.ts): each
+    // close is waited for at most the bound, side by side, and one given up says so (it used to be dropped silently,
+    // so a stop that took the whole bound left no trace of why).
+    const { receiver, sender } = this;
+    const close = (what: string, part: { close(): Promise<void> } | undefined) =>
+      part &&
+      boundedClose(what, () => part.close(), {
+        timeoutMs: this.options.operationTimeoutMs ?? 30_000,
+        logger: this.log,
+        details: { endpointId: this.options.endpointId },
+      }).catch(() => undefined);
+    await Promise.all([
+      close("closing the deferred processor's trigger receiver", receiver),
+      close("closing the deferred processor's sender", sender),
     ]);
-    clearTimeout(timer);
   }
 
   /** The client's lock-renewal horizon for a parked session. */

@@ -17,11 +17,19 @@ import type { HandlerRegistry } from '../handlers.ts';
 import { HandoffClient } from '../handoffClient.ts';
 import { Publisher, sessionKeysFromCatalog, type PublishedEvent, type PublishOptions } from '../publisher.ts';
 import { createServiceBusClients, type ServiceBusClients } from '../servicebus/index.ts';
+import { boundedClose } from '../servicebus/boundedClose.ts';
 import { SubscriberHost, type SubscriberHostOptions } from '../subscriberHost.ts';
 import { deriveTopology } from '../topology/derive.ts';
 import { provisionTopology } from '../topology/provision.ts';
 import { ensureObserverSubscription, OutcomeReader, type OutcomeWait } from './outcomeReader.ts';
 import type { EventOutcome } from './outcomes.ts';
+
+/**
+ * How long close() waits for the close of one of the harness's own senders and outcome receivers. A close met by a
+ * dropped connection never ends by itself (servicebus/boundedClose.ts); unbounded, it held the test's ending (and
+ * with it the test file) for ever. The publishers, hosts, handoff client and clients bound their own closes.
+ */
+const HARNESS_CLOSE_TIMEOUT_MS = 10_000;
 
 /** What the harness needs of an embedded emulator (the NimBus repository's `emulator/`). */
 export interface EmbeddedServiceBus {
@@ -104,7 +112,7 @@ export class TestHarness implements AsyncDisposable {
     this.embedded = embedded;
     this.clients = createServiceBusClients(connectionString, { client: { retryOptions: { timeoutInMs: operationTimeoutMs } } });
     this.observer = `harness-${randomUUID().slice(0, 8)}`;
-    this.outcomes = new OutcomeReader({ client: this.clients.client, subscription: this.observer });
+    this.outcomes = new OutcomeReader({ client: this.clients.client, subscription: this.observer, closeTimeoutMs: HARNESS_CLOSE_TIMEOUT_MS });
   }
 
   /** @internal */
@@ -223,7 +231,8 @@ export class TestHarness implements AsyncDisposable {
     for (const stop of this.stops.reverse()) await stop().catch(() => undefined);
     await this.outcomes.stop();
     await this.handoff?.close().catch(() => undefined);
-    for (const s of this.senders.values()) await s.close().catch(() => undefined);
+    for (const s of this.senders.values())
+      await boundedClose('closing a test harness sender', () => s.close(), { timeoutMs: HARNESS_CLOSE_TIMEOUT_MS }).catch(() => undefined);
     await this.clients.admin.deleteSubscription(Topic.Resolver, this.observer).catch(() => undefined);
     await this.clients.close().catch(() => undefined);
     await this.embedded?.close();

@@ -3,6 +3,7 @@
 // harness uses it; authors can run it against a real namespace to watch what their endpoint reports.
 import type { ServiceBusAdministrationClient, ServiceBusClient, ServiceBusSessionReceiver } from '@azure/service-bus';
 import { Topic } from '../contract/properties.ts';
+import { boundedClose, DEFAULT_CLOSE_TIMEOUT_MS, type CloseLogger } from '../servicebus/boundedClose.ts';
 import { ResolutionStatus } from '../contract/statuses.ts';
 import { OutcomeBook, type EventOutcome } from './outcomes.ts';
 
@@ -12,6 +13,13 @@ export interface OutcomeReaderOptions {
   subscription: string;
   /** Sessions read at the same time. Default 4. */
   concurrency?: number;
+  /**
+   * How long the close of a session receiver is waited for (stop() and each session's end). Default 30 s: a close met
+   * by a dropped connection never ends by itself (servicebus/boundedClose.ts), and a test's ending would wait for it.
+   */
+  closeTimeoutMs?: number;
+  /** Told when a close is given up. */
+  logger?: CloseLogger;
 }
 
 export interface OutcomeWait {
@@ -111,7 +119,7 @@ export class OutcomeReader {
 
   async stop(): Promise<void> {
     this.stopper.abort();
-    await Promise.all([...this.receivers].map((r) => r.close().catch(() => undefined)));
+    await Promise.all([...this.receivers].map((r) => this.closeReceiver(r)));
     await Promise.all(this.workers);
     this.workers = [];
   }
@@ -146,9 +154,17 @@ export class OutcomeReader {
         if (!signal.aborted) this.lastError = err;
       } finally {
         this.receivers.delete(receiver);
-        await receiver.close().catch(() => undefined);
+        await this.closeReceiver(receiver);
       }
     }
+  }
+
+  /** Closes a session receiver, waiting at most closeTimeoutMs; never throws (the reader is done with it). */
+  private async closeReceiver(receiver: ServiceBusSessionReceiver): Promise<void> {
+    await boundedClose('closing an outcome reader session receiver', () => receiver.close(), {
+      timeoutMs: this.options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS,
+      logger: this.options.logger,
+    }).catch(() => undefined);
   }
 }
 
