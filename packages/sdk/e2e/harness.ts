@@ -235,12 +235,20 @@ export class Harness {
   async managerCommand(
     endpointId: string,
     type: string,
-    target: { eventId: string; sessionId: string; eventTypeId?: string; parentMessageId?: string },
+    /** `messageId`: the command's own (a copy of an earlier command keeps it); a fresh one by default. */
+    target: {
+      eventId: string;
+      sessionId: string;
+      eventTypeId?: string;
+      parentMessageId?: string;
+      messageId?: string;
+    },
     body?: string,
   ): Promise<void> {
     await this.send(Topic.Manager, {
       sessionId: target.sessionId,
       body,
+      ...(target.messageId !== undefined ? { messageId: target.messageId } : {}),
       props: {
         [Prop.To]: endpointId,
         [Prop.MessageType]: type,
