@@ -4,10 +4,9 @@
 // Resolver, whose rows stayed Pending. Now they take the SDK's budget path: an ErrorResponse, then its own dead-letter.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import Long from 'long';
 import { HandlerRegistry, TransientError } from '@nimbus/sdk';
-import { eventually, storyOf, withHarness } from './harness.ts';
-import { deadLettersOfTwo, sendThreeInSession, setDeliveryBudget } from './testing/batchSession.ts';
+import { storyOf, withHarness } from './harness.ts';
+import { deadLettersOfTwo, sendThreeInSession, setDeliveryBudget, spendToLastBehindFirst } from './testing/batchSession.ts';
 
 describe('the rest of a batch behind a delivery left unsettled (circuit closed)', () => {
   test('the rest on its last delivery is answered MaxDeliveryCountExceeded and dead-lettered by the SDK, not silently by the broker', async () => {
@@ -16,27 +15,7 @@ describe('the rest of a batch behind a delivery left unsettled (circuit closed)'
       // left and the two behind it are on their last.
       await setDeliveryBudget(h, 3);
       await sendThreeInSession(h);
-      const receiver = await h.client.acceptSession('crm', 'crm', 'S-1');
-      await eventually(async () => ((await receiver.peekMessages(10)).length === 3 ? true : undefined), 'the three messages to be in the session');
-      const take = async (n: number) => {
-        const got = [];
-        while (got.length < n) got.push(...(await receiver.receiveMessages(n - got.length, { maxWaitTimeInMs: 1000 })));
-        return got;
-      };
-      // ev-2 and ev-3 given back (a delivery each) while ev-1 stays locked, taken again, then all three go back with the
-      // session (a delivery each).
-      const [, ...behind] = await take(3);
-      for (const m of behind) await receiver.abandonMessage(m);
-      await take(2);
-      await receiver.close();
-      const check = await h.client.acceptSession('crm', 'crm', 'S-1');
-      const peeked = await eventually(async () => {
-        const got = await check.peekMessages(10, { fromSequenceNumber: Long.ZERO });
-        return got.length === 3 ? got : undefined;
-      }, 'the three messages to be back in the session');
-      const counts = peeked.map((m) => [m.applicationProperties?.EventId, m.deliveryCount]);
-      await check.close();
-      assert.deepEqual(counts, [['ev-1', 1], ['ev-2', 2], ['ev-3', 2]], 'the set-up: ev-1 has a delivery left, ev-2 and ev-3 are on their last');
+      await spendToLastBehindFirst(h);
 
       const handled: string[] = [];
       const results: string[] = [];

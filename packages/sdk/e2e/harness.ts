@@ -3,7 +3,7 @@
 import { after } from 'node:test';
 import type { ServiceBusReceivedMessage, ServiceBusSender } from '@azure/service-bus';
 import { startEmulator } from '../../../emulator/index.ts';
-import type { RunningEmulator } from '../../../emulator/index.ts';
+import type { RunningEmulator, StartEmulatorOptions } from '../../../emulator/index.ts';
 import { parseCatalog } from '@nimbus/sdk/catalog';
 import type { Catalog, SessionState } from '@nimbus/sdk/contract';
 import {
@@ -63,8 +63,12 @@ export class Harness {
     readonly catalog: Catalog,
   ) {}
 
-  static async start(catalog: Catalog = demoCatalog): Promise<Harness> {
-    const emulator = await startEmulator({ port: 0 });
+  /** `emulatorOptions`: test-only emulator options (a test that makes the broker leave settlements unanswered). */
+  static async start(
+    catalog: Catalog = demoCatalog,
+    emulatorOptions: Pick<StartEmulatorOptions, 'testDispositionHold'> = {},
+  ): Promise<Harness> {
+    const emulator = await startEmulator({ ...emulatorOptions, port: 0 });
     // A short operation timeout: an acceptNextSession still waiting on the broker when a host stops cannot be
     // aborted by the client and keeps the process alive until this timeout (60 s by default).
     const clients = createServiceBusClients(emulator.connectionString, {
@@ -231,12 +235,20 @@ export class Harness {
   async managerCommand(
     endpointId: string,
     type: string,
-    target: { eventId: string; sessionId: string; eventTypeId?: string; parentMessageId?: string },
+    /** `messageId`: the command's own (a copy of an earlier command keeps it); a fresh one by default. */
+    target: {
+      eventId: string;
+      sessionId: string;
+      eventTypeId?: string;
+      parentMessageId?: string;
+      messageId?: string;
+    },
     body?: string,
   ): Promise<void> {
     await this.send(Topic.Manager, {
       sessionId: target.sessionId,
       body,
+      ...(target.messageId !== undefined ? { messageId: target.messageId } : {}),
       props: {
         [Prop.To]: endpointId,
         [Prop.MessageType]: type,
@@ -392,8 +404,12 @@ function toRecord(m: ServiceBusReceivedMessage): ResolverRecord {
 export const customerBody = (payload: Record<string, unknown>) => eventBody('CustomerUpdated', payload);
 
 /** Runs a test body with a fresh harness, always closing it. */
-export async function withHarness(body: (h: Harness) => Promise<void>, catalog?: Catalog): Promise<void> {
-  const h = await Harness.start(catalog);
+export async function withHarness(
+  body: (h: Harness) => Promise<void>,
+  catalog?: Catalog,
+  emulatorOptions?: Pick<StartEmulatorOptions, 'testDispositionHold'>,
+): Promise<void> {
+  const h = await Harness.start(catalog, emulatorOptions);
   try {
     await body(h);
   } finally {

@@ -149,7 +149,10 @@ function routeDelivery(
         const description = `${m.messageType} is accepted only from Manager (From = ${m.from ? `'${m.from}'` : 'missing'})`;
         return settle(refuse(m, env, description));
       }
-      if (m.messageType === MessageType.ResubmissionRequest) return invokeOrSettle(m, state, env);
+      if (m.messageType === MessageType.ResubmissionRequest) {
+        if (handedOffByThis(state, m)) return settle(handoffCopy(m));
+        return invokeOrSettle(m, state, env);
+      }
       if (m.messageType === MessageType.SkipRequest) return settle(decideSkip(m, state, env));
       if (m.messageType === MessageType.HandoffCompletedRequest)
         return settle(decideHandoffCompleted(m, state, env));
@@ -1037,6 +1040,39 @@ function blockedByThis(state: SessionState, m: InboundMessage): boolean {
  * both are known and differ is it another handoff: a command that names none (an older sender) and a block with no
  * recorded delivery (state written by an older SDK) are matched by EventId alone, as before.
  */
+/**
+ * Whether this resubmission is a copy of a delivery that handed its event off: its MessageId is the one the block
+ * recorded (a resubmission blocks the session only by handing off: a failed one does not block again), the one of its
+ * event's handoff pending beside another event's block, or one of the event's blocks that are over (ReleasedBlocks: the
+ * handoff settled or replaced since; a resubmission's MessageId, derived from its type, names no other delivery). A
+ * copy comes with the same MessageId: a redelivery after the state write (the completion refused, the lock lost, a
+ * crash), a Manager repeat (which derives the same id) or a console dead-letter replay (which keeps it). The inbox
+ * cannot tell: it records successes only.
+ */
+function handedOffByThis(state: SessionState, m: InboundMessage): boolean {
+  if (m.messageId === '') return false;
+  const pending = blockedByThis(state, m)
+    ? state.BlockedByMessageId
+    : pendingHandoffOf(state, eventKey(m))?.MessageId;
+  return pending === m.messageId || isReleasedBlock(state, eventKey(m), m.messageId);
+}
+
+/**
+ * A copy of a resubmission that handed off (handedOffByThis): completed without running the handler again and
+ * without a response. Before, the handler ran again - a second external job for one operator action - and its
+ * PendingHandoffResponse replaced the first one's on the Resolver (after the handoff was settled, it blocked the
+ * session again on a row the Resolver had closed). The first delivery's PendingHandoffResponse went out before its
+ * state write, so the Resolver has it already; a handoff still pending stays under that delivery, whose token or
+ * coordinates still settle it.
+ */
+function handoffCopy(m: InboundMessage): Settlement {
+  return {
+    effects: [{ kind: 'complete' }],
+    signal: 'completed',
+    note: `copy of resubmission ${m.messageId}, which handed off: completed without running the handler`,
+  };
+}
+
 function namesEarlierHandoff(state: SessionState, m: InboundMessage): boolean {
   const named = m.handedOffByMessageId;
   const pending = blockedByThis(state, m)

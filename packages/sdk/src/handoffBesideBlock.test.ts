@@ -509,3 +509,51 @@ describe('a late copy of an older resubmission, after a later one handed off', (
     assert.deepEqual(port.state.PendingHandoffs, []);
   });
 });
+
+describe('a late copy of the resubmission that handed off', () => {
+  // A second copy of the very resubmission whose handoff is pending, with its MessageId (a redelivery after the state
+  // write, a Manager repeat, a console dead-letter replay). Handoffs are not recorded in the inbox, so nothing else
+  // recognises it. Before, route() ran the handler again: a second external job, a second PendingHandoffResponse.
+  test('beside the block: completed without the handler and without a response; the entry stays', () => {
+    const pending = handedOffBesideBlock();
+    const copy = route(resubmission('e0', 'resub-1'), pending, env());
+    assert.ok(copy.kind === 'settle', 'the handler would run again');
+    assert.deepEqual(shape(copy.settlement.effects), ['complete']);
+    // Another resubmission of e0 (its own MessageId) still runs and replaces the entry.
+    assert.equal(route(resubmission('e0', 'resub-2'), pending, env()).kind, 'invoke');
+    // job 1's completion is still answered.
+    const done = run(completion('e0', 'cmd-1', 'resub-1'), pending);
+    assert.deepEqual(shape(done.effects), ['state blocked=e2', 'send ResolutionResponse', 'complete']);
+  });
+
+  test('blocking the session: completed without the handler and without a response; the block stays', () => {
+    const failedE2 = { ...emptySessionState(), BlockedByEventId: 'e2', BlockedByMessageId: 'm-e2' };
+    const s = run(resubmission('e2', 'resub-e2'), failedE2, handoff);
+    assert.deepEqual(shape(s.effects), ['send PendingHandoffResponse', 'state blocked=e2', 'complete']);
+    const pending = written(s, failedE2);
+    assert.equal(pending.BlockedByMessageId, 'resub-e2');
+    const copy = route(resubmission('e2', 'resub-e2'), pending, env());
+    assert.ok(copy.kind === 'settle', 'the handler would run again');
+    assert.deepEqual(shape(copy.settlement.effects), ['complete']);
+    // Another resubmission of e2 (its own MessageId) still runs.
+    assert.equal(route(resubmission('e2', 'resub-e2-2'), pending, env()).kind, 'invoke');
+  });
+
+  test('after the handoff was completed: the copy does not run the handler and block the session again', () => {
+    const failedE2 = { ...emptySessionState(), BlockedByEventId: 'e2', BlockedByMessageId: 'm-e2' };
+    const pending = written(run(resubmission('e2', 'resub-e2'), failedE2, handoff), failedE2);
+    const done = run(completion('e2', 'cmd-1', 'resub-e2'), pending);
+    const released = written(done, pending);
+    assert.equal(released.BlockedByEventId, null);
+    const copy = route(resubmission('e2', 'resub-e2'), released, env());
+    assert.ok(copy.kind === 'settle', 'the handler would run again and its handoff block the session');
+    assert.deepEqual(shape(copy.settlement.effects), ['complete']);
+    // Beside a block too: e0's entry completed, then a copy of the resubmission that made it.
+    const besides = handedOffBesideBlock();
+    const settled = written(run(completion('e0', 'cmd-2', 'resub-1'), besides), besides);
+    assert.deepEqual(settled.PendingHandoffs, []);
+    const late = route(resubmission('e0', 'resub-1'), settled, env());
+    assert.ok(late.kind === 'settle', 'the handler would run again');
+    assert.deepEqual(shape(late.settlement.effects), ['complete']);
+  });
+});

@@ -425,6 +425,9 @@ export class SubscriberHost implements AsyncDisposable {
         let lockGone: AbortSignal | undefined;
         // Set once a delivery of this batch was left unsettled with the circuit closed: the rest goes back with it.
         let leftBehind: AbortSignal | undefined;
+        // Set once a broker call of this batch was given up (operationTimeoutMs): the rest goes back with the session,
+        // which is then given up as failed (this error, after the walk).
+        let givenUp: { signal: AbortSignal; error: Error } | undefined;
         // Whether a message of the rest already went back untouched (deliveries left): see replayed copies below.
         let wentBack = false;
         for (const message of messages) {
@@ -447,17 +450,18 @@ export class SubscriberHost implements AsyncDisposable {
             message.deliveryCount,
             this.options.maxDeliveryCount ?? DEFAULT_MAX_DELIVERY_COUNT,
           );
-          // Messages not started when stopping, after the circuit opened under the batch, after the lock was lost, or
-          // behind a delivery left unsettled, stay unsettled and come back with the session - except on their last
-          // delivery: releasing the session counts it, and the broker would dead-letter the message silently with the
-          // Resolver row Pending. Each such one (wherever it is in the rest, not only at its head) is dispatched under
-          // an aborted signal - the stop's, or one saying the circuit opened, the lock was lost or an earlier message
-          // was left for redelivery - so it is cancelled before its handler and the dispatcher takes the budget path
+          // Messages not started when stopping, after the circuit opened under the batch, after the lock was lost,
+          // after a broker call of the batch was given up, or behind a delivery left unsettled, stay unsettled and
+          // come back with the session - except on their last delivery: releasing the session counts it, and the
+          // broker would dead-letter the message silently with the Resolver row Pending. Each such one (wherever it
+          // is in the rest, not only at its head) is dispatched under an aborted signal - the stop's, or one saying
+          // the circuit opened, the lock was lost, an earlier broker call did not answer or an earlier message was
+          // left for redelivery - so it is cancelled before its handler and the dispatcher takes the budget path
           // (notification, then dead-letter).
           // Not a replayed copy behind one that went back: its budget path moves the session's replay cursor past
           // the earlier copies, which then come back "already handled" and are completed without running - lost.
           // It goes back too; the broker dead-letters it and the pass's next copy reports the gap (ReplayGap).
-          const goingBack = lockGone ?? (this.stopping ? signal : (circuitOpened ?? leftBehind));
+          const goingBack = lockGone ?? (this.stopping ? signal : (circuitOpened ?? givenUp?.signal ?? leftBehind));
           if (goingBack && (!last || (wentBack && isReplayedCopy(message)))) {
             wentBack = true;
             continue;
@@ -502,11 +506,16 @@ export class SubscriberHost implements AsyncDisposable {
                   : 'ignored',
             error,
           );
-          if (link.lost) {
+          if (link.lost && !goingBack) {
             // A call that timed out met a lost (or too slow) connection. The session is given up as failed, so the
             // worker backs off before accepting again; a receiver whose link is still open is held first like any
             // delivery left unsettled (hold() skips a closed receiver), since a broker that is connected but slower
             // than the bound would otherwise spend a delivery on every quick release.
+            // The rest of the batch is walked first, as behind any delivery left unsettled: giving the session up
+            // counts a delivery for each of its messages, and those on their last delivery were dead-lettered by the
+            // broker (MaxDeliveryCountExceeded) with no word to the Resolver - a transport fault burned them. Each
+            // is now dispatched under an aborted signal and takes the budget path (notification, then the SDK's own
+            // dead-letter; each call with its own bound). Test: packages/sdk/e2e/batchGivenUp.test.ts.
             const lostTo = link.lostTo!;
             const fields = {
               endpointId: this.options.endpointId,
@@ -538,13 +547,28 @@ export class SubscriberHost implements AsyncDisposable {
               result === 'transient'
                 ? lostTo.message
                 : `${lostTo.operation} did not answer; the message was settled (${result})`;
-            throw new Error(`giving the session up: ${why}`, { cause: lostTo });
+            givenUp = {
+              signal: AbortSignal.abort(new Error('an earlier broker call of the session did not answer')),
+              error: new Error(`giving the session up: ${why}`, { cause: lostTo }),
+            };
+            // This message comes back: a replayed copy of the rest on its last delivery goes back too (above).
+            if (result === 'transient' || result === 'cancelled') wentBack = true;
+            continue;
+          }
+          // A message of the rest whose own call was given up (its notification or dead-letter): the walk goes on, so
+          // every other message on its last delivery is still answered; the session is given up after it.
+          if (link.lost) {
+            givenUp ??= {
+              signal: AbortSignal.abort(new Error('an earlier broker call of the session did not answer')),
+              error: new Error(`giving the session up: ${link.lostTo!.message}`, { cause: link.lostTo }),
+            };
+            continue;
           }
           // A delivery going back whose dead-letter failed: the session is released with the rest (no hold: the
           // broker ends it at the release, as it would have without the budget path).
           // After a lost lock every dead-letter is refused (transient): the rest is still walked for their notifications.
           if (goingBack) {
-            if (result === 'transient' && !lockGone && lock.lost() === undefined) return false;
+            if (result === 'transient' && !lockGone && !givenUp && lock.lost() === undefined) return false;
             continue;
           }
           // Left unsettled for redelivery: keep the session for a while first. Released at once, the message would
@@ -568,8 +592,9 @@ export class SubscriberHost implements AsyncDisposable {
             continue;
           }
         }
-        // The rest went back (stopping, the circuit opened, the lock lost, a delivery left unsettled): release the
-        // session.
+        // The rest went back (stopping, the circuit opened, the lock lost, a broker call given up, a delivery left
+        // unsettled): release the session; after a call given up, as a failure (the worker backs off).
+        if (givenUp) throw givenUp.error;
         if (circuitOpened || lockGone || leftBehind) return false;
         lastBatchMs = Date.now() - batchStartedAt;
       } finally {
