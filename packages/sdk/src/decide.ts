@@ -1032,15 +1032,6 @@ function blockedByThis(state: SessionState, m: InboundMessage): boolean {
 }
 
 /**
- * Whether a handoff command settles an earlier handoff of the event the session is blocked by, not the one it waits
- * for. One event can be handed off more than once (the operator resubmits it while its handoff is pending and the
- * resubmission hands off again; a retry hands off), and a settlement of the earlier handoff can still arrive (its
- * agent reports late). The command names its handoff by the delivery that handed the event off
- * (HandedOffByMessageId); the block records the delivery that blocked the session (BlockedByMessageId). Only when
- * both are known and differ is it another handoff: a command that names none (an older sender) and a block with no
- * recorded delivery (state written by an older SDK) are matched by EventId alone, as before.
- */
-/**
  * Whether this resubmission is a copy of a delivery that handed its event off: its MessageId is the one the block
  * recorded (a resubmission blocks the session only by handing off: a failed one does not block again), the one of its
  * event's handoff pending beside another event's block, or one of the event's blocks that are over (ReleasedBlocks: the
@@ -1073,6 +1064,15 @@ function handoffCopy(m: InboundMessage): Settlement {
   };
 }
 
+/**
+ * Whether a handoff command settles an earlier handoff of the event the session is blocked by, not the one it waits
+ * for. One event can be handed off more than once (the operator resubmits it while its handoff is pending and the
+ * resubmission hands off again; a retry hands off), and a settlement of the earlier handoff can still arrive (its
+ * agent reports late). The command names its handoff by the delivery that handed the event off
+ * (HandedOffByMessageId); the block records the delivery that blocked the session (BlockedByMessageId). Only when
+ * both are known and differ is it another handoff: a command that names none (an older sender) and a block with no
+ * recorded delivery (state written by an older SDK) are matched by EventId alone, as before.
+ */
 function namesEarlierHandoff(state: SessionState, m: InboundMessage): boolean {
   const named = m.handedOffByMessageId;
   const pending = blockedByThis(state, m)
