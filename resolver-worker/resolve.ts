@@ -496,12 +496,13 @@ async function afterStatus(
     ctx.metrics.writeDuration(elapsed, { ...tags, 'nimbus.outcome.applied': true });
     ctx.outcomes?.applied(m, endpointId, result);
     // The row is written but its counter delta is not exact (docs/store.md): a terminal write over a row that did
-    // not parse counted the new bucket without taking the old one's, or a landed write in doubt could not be counted.
-    // Nothing else reads `counters`, so without this line the drift went unseen until someone recounted. Ids only.
+    // not parse, whose endpoint the store could not recount after it (its counters document unreadable too, or the
+    // store failing), or a landed write in doubt that could not be counted. Nothing else reads `counters`, so without
+    // this line the drift went unseen until someone recounted. Ids only.
     if (result.counters === 'failed')
       ctx.log.warn(
         { endpointId, eventId: m.eventId, sessionId: m.sessionId, messageId: m.messageId, messageType: m.messageType, previousStatus: result.previousStatus },
-        `Resolver: ${endpointId}'s counters may be off after ${m.messageType} ${m.messageId} (the row replaced did not parse, or a write's counter delta was lost): run npm run recount -- ${endpointId}`,
+        `Resolver: ${endpointId}'s counters may be off after ${m.messageType} ${m.messageId} (the row replaced did not parse and the endpoint could not be recounted, or a write's counter delta was lost): run npm run recount -- ${endpointId}`,
       );
   }
   // A late retry refused by the guard ran nothing: its Comment audit above says so, a Retry audit would not.

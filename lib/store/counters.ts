@@ -9,7 +9,7 @@ import type {
 } from '@nimbus/sdk/contract';
 import { DEADLINE_PASSED, raceDeadline } from '../concurrency/deadline.ts';
 import { classifyCosmosError, CounterRecoveryIncompleteError, CountsRecoveredError, cosmosStatus, rethrowCosmos, StoreClosedError } from './errors.ts';
-import { COUNTER_BUCKETS, type CounterBucket, type CounterDoc, type CountStamp } from './schemas.ts';
+import { COUNTER_BUCKETS, countStampSchema, type CounterBucket, type CounterDoc, type CountStamp } from './schemas.ts';
 
 export const COUNTER_DOC_ID = 'counts' as const;
 
@@ -475,6 +475,54 @@ export async function stampsOnRows(events: Container, endpointId: string): Promi
       .fetchAll()
   ).resources;
   return rows.flatMap((row) => (Array.isArray(row.counted) ? row.counted : []));
+}
+
+/** One status row as countsAsFlushed reads it: its status, sub-status and stamps, as stored (unchecked). */
+export interface RowCountView {
+  s?: unknown;
+  u?: unknown;
+  k?: unknown;
+}
+
+/** The statuses a recount counts a row by (exact string match, as its COUNT queries do). */
+const ROW_STATUSES = new Set<string>(COUNTER_BUCKETS.filter((b) => b !== 'Handoff'));
+
+/**
+ * What an endpoint's counters document must hold so that every flush and recovery still to come lands on the right
+ * counts: the rows' buckets, as a recount counts them (a status it does not know counts nowhere), less every stamp
+ * above its writer's entry in `flushed` (the map read, with its etag, before the rows), whose delta that writer's
+ * next flush - or a survivor's recovery - has yet to add. Unlike recountEndpoint, which counts those rows as they are
+ * and raises the entries instead, so a live buffering writer's next flush adds its open window a second time; this
+ * leaves `flushed` as it was and every pending delta to whoever owes it. Needs each row's status and stamps from one
+ * read of that row (one query), so a row that moves between two reads is not counted at one version and uncounted at
+ * another.
+ */
+export function countsAsFlushed(rows: readonly RowCountView[], flushed: Readonly<Record<string, number>>): Record<CounterBucket, number> {
+  const counts = zeroCounts();
+  for (const row of rows) {
+    if (typeof row.s === 'string' && ROW_STATUSES.has(row.s)) counts[row.s === ResolutionStatus.Pending && row.u === PendingSubStatus.Handoff ? 'Handoff' : (row.s as CounterBucket)]++;
+    if (!Array.isArray(row.k)) continue;
+    for (const raw of row.k) {
+      // A stamp that does not read names no delta anyone would apply (a recovery takes only whole stamps).
+      const st = countStampSchema.safeParse(raw);
+      if (!st.success || st.data.s <= (Object.hasOwn(flushed, st.data.o) ? flushed[st.data.o]! : 0)) continue;
+      counts[st.data.t]--;
+      if (st.data.f !== null) counts[st.data.f]++;
+    }
+  }
+  return counts;
+}
+
+/** Every row of an endpoint, as countsAsFlushed reads it: one query of its partition, each row read once. */
+export async function rowCountViews(events: Container, endpointId: string): Promise<RowCountView[]> {
+  return (
+    await events.items
+      .query<RowCountView>(
+        { query: 'SELECT c.status AS s, c.subStatus AS u, c.counted AS k FROM c WHERE c.endpointId = @ep', parameters: [{ name: '@ep', value: endpointId }] },
+        { partitionKey: [endpointId], maxItemCount: 10_000 },
+      )
+      .fetchAll()
+  ).resources;
 }
 
 /**

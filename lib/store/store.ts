@@ -50,9 +50,11 @@ import {
   applyCounterDelta,
   bucketOf,
   counterDelta,
+  countsAsFlushed,
   nextStamps,
   recoverLostDeltas,
   recountedFlushed,
+  rowCountViews,
   stampsOnRows,
   toEndpointCounts,
   zeroCounts,
@@ -238,8 +240,12 @@ export type StatusWriteResult =
        */
       previousConditional: boolean | undefined;
       row: StatusRow;
-      /** 'failed' means the row is written but the counter delta is not: a recount repairs it (docs/store.md). */
-      counters: 'updated' | 'unchanged' | 'queued' | 'failed';
+      /**
+       * 'failed' means the row is written but the counter delta is not: a recount repairs it (docs/store.md).
+       * 'recounted': the version replaced did not parse (its bucket unknown), so the endpoint's counters were set
+       * from its rows after the write (#recountOverUnreadable).
+       */
+      counters: 'updated' | 'unchanged' | 'queued' | 'failed' | 'recounted';
     }
   | {
       outcome: 'ignored';
@@ -518,6 +524,8 @@ export class MessageStore {
   readonly #inDoubt = new Map<string, InDoubtWrite>();
   /** Per history entry (event + id), the token of this store's create of it whose answer was lost: see #createHistory. */
   readonly #historyInDoubt = new Map<string, string>();
+  /** Per endpoint, the recount after a write over an unreadable row that runs or waits (#recountOverUnreadable). */
+  readonly #unreadableRecounts = new Map<string, { started: boolean; done: Promise<boolean> }>();
   readonly #settleIntervalMs: number;
   #settleTimer: NodeJS.Timeout | undefined;
   /** The last settle pass started (they run one at a time, each after the one before). */
@@ -1211,9 +1219,7 @@ export class MessageStore {
       // row was `existing` until this write replaced it, so that write landed if it built `existing`.
       const late = this.#inDoubt.get(cacheKey);
       if (late && !(await this.#settleDoubt(cacheKey, late, final, existing, writeNo))) landedUncounted = true;
-      // An unreadable old row's bucket is unknown: only the new bucket is counted, and the caller is told a
-      // recount is due.
-      let counters: 'updated' | 'unchanged' | 'queued' | 'failed' = previous === next ? 'unchanged' : 'updated';
+      let counters: 'updated' | 'unchanged' | 'queued' | 'failed' | 'recounted' = previous === next ? 'unchanged' : 'updated';
       if (ticket) {
         this.#counterBuffer!.add(ticket, first.endpointId, previous, next);
         if (counters === 'updated') counters = 'queued';
@@ -1226,7 +1232,11 @@ export class MessageStore {
           counters = 'failed';
         }
       }
-      if (unreadable || landedUncounted) counters = 'failed';
+      // An unreadable old row's bucket is unknown: only the new bucket was counted above, and the old one may still
+      // hold it. The endpoint is recounted from its rows now, after this write's delta is applied or buffered (with
+      // its stamp on the row), so the counts come out right; the caller is told a recount is due only if that fails.
+      if (unreadable) counters = (await this.#recountOverUnreadable(first.endpointId)) ? 'recounted' : 'failed';
+      if (landedUncounted) counters = 'failed';
       // Failure-group aggregates move with the row, from the version replaced to the one written (never throws).
       await applyGroupTransition(this.database, existing, final);
       for (const r of results) if (r.outcome === 'written') r.counters = counters;
@@ -2302,6 +2312,67 @@ export class MessageStore {
       return toEndpointCounts(doc);
     }
     throw new StoreTransientError(`counters of ${endpointId} kept changing during the recount; try again`);
+  }
+
+  /**
+   * After a write over a row that did not parse: sets the endpoint's counters from its rows, at most one recount per
+   * endpoint waiting to start (a write that finds one queued joins it: it starts after this write landed, which is all
+   * this write needs). Resolves false when the counters could not be set (the caller reports `counters: 'failed'`).
+   */
+  #recountOverUnreadable(endpointId: string): Promise<boolean> {
+    const queued = this.#unreadableRecounts.get(endpointId);
+    if (queued && !queued.started) return queued.done;
+    const entry: { started: boolean; done: Promise<boolean> } = { started: false, done: Promise.resolve(false) };
+    entry.done = (queued?.done ?? Promise.resolve(true)).then(async () => {
+      entry.started = true;
+      try {
+        return await this.#recountAsFlushed(endpointId);
+      } finally {
+        if (this.#unreadableRecounts.get(endpointId) === entry) this.#unreadableRecounts.delete(endpointId);
+      }
+    });
+    this.#unreadableRecounts.set(endpointId, entry);
+    return entry.done;
+  }
+
+  /**
+   * Replaces an endpoint's counts with those of its rows as every writer's flushes and recoveries still to come expect
+   * them (countsAsFlushed: the rows, less the stamps above `flushed`), If-Match the counters document read before the
+   * rows, keeping its `flushed` as it was. Exact while writers go on (a buffering writer's delta not yet flushed is
+   * its stamp on the row; any patch that lands meanwhile changes the etag and the rows are read again), unlike
+   * recountEndpoint, except for a writer with immediate counters whose row lands before the read and its patch after
+   * the replace (docs/store.md, "A terminal write over an unreadable row"). Bounded: three attempts; false when they
+   * fail, or when the counters document itself does not parse (its `flushed` cannot be trusted: npm run recount).
+   */
+  async #recountAsFlushed(endpointId: string): Promise<boolean> {
+    const item = this.#c.counters.item(COUNTER_DOC_ID, endpointId);
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      try {
+        let etag: string | undefined;
+        let stored: CounterDoc | undefined;
+        try {
+          const r = await item.read();
+          if (r.statusCode !== 404) {
+            const parsed = counterDocSchema.safeParse(r.resource);
+            if (!parsed.success) return false;
+            stored = parsed.data;
+            etag = r.etag;
+          }
+        } catch (err) {
+          if (cosmosStatus(err) !== 404) throw err;
+        }
+        const counts = countsAsFlushed(await rowCountViews(this.#c.events, endpointId), stored?.flushed ?? {});
+        const doc: CounterDoc = { ...(stored ?? { id: COUNTER_DOC_ID, endpointId, flushed: {} }), counts, recountedAt: this.#iso() };
+        if (etag === undefined) await this.#c.counters.items.create(doc);
+        else await item.replace(doc, { accessCondition: { type: 'IfMatch', condition: etag } });
+        return true;
+      } catch (err) {
+        const code = cosmosStatus(err);
+        // 409/412: a writer created or patched the document since it was read: read the rows again.
+        if (code !== 409 && code !== 412) return false;
+      }
+    }
+    return false;
   }
 
   /**
