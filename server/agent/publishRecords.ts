@@ -21,6 +21,7 @@ import type { Container, Database } from '@azure/cosmos';
 import { z } from 'zod';
 import { cosmosStatus, rethrowCosmos, StoreTransientError } from '../../lib/store/index.ts';
 import { openContainer, type ContainerSlot } from '../../lib/store/containers.ts';
+import { deleteIfMatch } from '../../lib/store/deleteIfMatch.ts';
 import { ConfigError } from '../config.ts';
 import { log } from '../log.ts';
 
@@ -230,15 +231,7 @@ export class PublishRecords {
 
   /** The broker refused the send (nothing went out): the claim is removed so a retry sends. */
   async release(entry: PublishRecordEntry): Promise<boolean> {
-    const c = await this.#c();
-    try {
-      await c.item(entry.record.id, entry.record.endpointId).delete({ accessCondition: { type: 'IfMatch', condition: entry.etag } });
-      return true;
-    } catch (err) {
-      const code = cosmosStatus(err);
-      if (code === 412 || code === 404) return false;
-      rethrowCosmos(err, 'publish record release');
-    }
+    return deleteIfMatch(await this.#c(), { id: entry.record.id, partitionKey: entry.record.endpointId, etag: entry.etag }, 'publish record release');
   }
 }
 
