@@ -8,6 +8,7 @@ import { startEmbeddedCosmos, type EmbeddedCosmos } from './cosmos.ts';
 import { cosmosConnectionSchema, createCosmosClient } from '@nimbus/sdk/cosmos';
 import { cosmosStatus, isStoreErrorNamed } from './errors.ts';
 import { openContainer, type ContainerSlot } from './containers.ts';
+import { readFailureGroupDocs } from './failureGroupAggregates.ts';
 import { startFaultProxy, type FaultProxy } from './testing/faultProxy.ts';
 
 let cosmos: EmbeddedCosmos;
@@ -90,4 +91,23 @@ test('Cosmos refusing to create the container (403): a ContainerMissingError nam
     proxy.clear();
   }
   assert.equal((await openContainer(slot, d, 'refused', '/k')).id, 'refused', 'opened once it may be created');
+});
+
+// failureGroups has its own open (one per database, kept in a WeakMap) but the same creation: GET /api/failure-groups
+// reads it (readFailureGroupDocs) with the open outside its store-error mapping, a 500 on first use with the store down.
+test('the failure groups container opens the same way: a StoreTransientError, a ContainerMissingError for a 403', async () => {
+  const d = await databaseVia(proxy.endpoint);
+  proxy.inject({ status: 503 });
+  try {
+    await assert.rejects(readFailureGroupDocs(d), (err: unknown) => isStoreErrorNamed(err, 'StoreTransientError'));
+  } finally {
+    proxy.clear();
+  }
+  proxy.inject({ status: 403, match: (r) => r.method === 'POST' && /\/colls$/.test(r.path) });
+  try {
+    await assert.rejects(readFailureGroupDocs(d), (err: unknown) => isStoreErrorNamed(err, 'ContainerMissingError') && err.container === 'failureGroups');
+  } finally {
+    proxy.clear();
+  }
+  assert.deepEqual(await readFailureGroupDocs(d), [], 'opened once the store answers');
 });
