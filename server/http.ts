@@ -3,7 +3,7 @@
 // than its status). Handlers stay "parse, authorize, call server/".
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { z } from 'zod';
-import { StoreInputError, StoreThrottledError, describeIssues, isStoreError } from '../lib/store/index.ts';
+import { StoreInputError, StoreThrottledError, describeIssues, isStoreError, isStoreErrorNamed, type ContainerMissingError } from '../lib/store/index.ts';
 import { ConfigError } from './config.ts';
 import { log } from './log.ts';
 import { MAX_BODY_BYTES } from './auth/hardening.ts';
@@ -59,11 +59,35 @@ export function describeError(err: unknown): { status: number; error: string; de
     if (typeof retryAfterMs === 'number') headers['retry-after'] = String(Math.ceil(retryAfterMs / 1000));
     return { status: 503, error: 'busy', detail: 'the store is throttling; try again shortly', headers };
   }
+  // A container opened on first use that Cosmos refused to create (lib/store/containers.ts): the deployment is not
+  // complete, and the answer names what to create. Not transient, but no bug of ours either: never a 500.
+  if (isStoreErrorNamed(err, 'ContainerMissingError')) {
+    logContainerMissing(err);
+    return { status: 503, error: 'not configured', detail: err.message };
+  }
   // Any store error, of any copy of lib/store and any subclass (isStoreError: no list of names to keep): a transient
   // one is a 503, the others are internal errors.
   if (isStoreError(err) && err.transient)
     return { status: 503, error: 'unavailable', detail: 'the store did not answer; try again' };
   return { status: 500, error: 'internal error', detail: 'the server could not complete the request', internal: true };
+}
+
+// The containers already logged as missing, one set per process (Next.js bundles this module into each route chunk).
+const missingLogged = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.missingContainers')] ??= new Set<string>()) as Set<string>;
+
+/**
+ * Logs a missing container as an error once per process: every request that needs it meets it until it is created,
+ * and one line says so. Here, where every answer to a caller is made (routes, MCP tools, bulk jobs), rather than in
+ * each module that opens a container.
+ */
+function logContainerMissing(err: ContainerMissingError): void {
+  const key = `${err.database}/${err.container}`;
+  if (missingLogged.has(key)) return;
+  missingLogged.add(key);
+  log.error(
+    { container: err.container, database: err.database },
+    `the Cosmos container ${err.container} is missing and the console may not create it (403): every request that needs it is answered 503 until it is created (docs/deploy.md)`,
+  );
 }
 
 export function errorResponse(err: unknown): Response {

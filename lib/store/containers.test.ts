@@ -1,13 +1,14 @@
 // openContainer on the embedded Cosmos server (real @azure/cosmos clients, faults injected at the wire): a
-// container another process creates at the same moment is opened, and a failed open is retried on the next
-// call rather than remembered.
+// container another process creates at the same moment is opened, a failed open is retried on the next call rather
+// than remembered, and it fails with the store's typed errors (a 403 on the creation names the container).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Database } from '@azure/cosmos';
 import { startEmbeddedCosmos, type EmbeddedCosmos } from './cosmos.ts';
 import { cosmosConnectionSchema, createCosmosClient } from '@nimbus/sdk/cosmos';
-import { cosmosStatus } from './errors.ts';
+import { cosmosStatus, isStoreErrorNamed } from './errors.ts';
 import { openContainer, type ContainerSlot } from './containers.ts';
+import { readFailureGroupDocs } from './failureGroupAggregates.ts';
 import { startFaultProxy, type FaultProxy } from './testing/faultProxy.ts';
 
 let cosmos: EmbeddedCosmos;
@@ -60,4 +61,53 @@ test('a failed open is forgotten: the next call opens it', async () => {
   const c = await openContainer(slot, d, 'later', '/k');
   assert.equal(c.id, 'later');
   assert.equal(await openContainer(slot, d, 'later', '/k'), c, 'then remembered');
+});
+
+test('a store that does not answer the open: a StoreTransientError, as any store call\'s', async () => {
+  const d = await databaseVia(proxy.endpoint);
+  proxy.inject({ status: 503 });
+  try {
+    await assert.rejects(openContainer({}, d, 'down', '/k'), (err: unknown) => isStoreErrorNamed(err, 'StoreTransientError') && err.transient);
+  } finally {
+    proxy.clear();
+  }
+});
+
+test('Cosmos refusing to create the container (403): a ContainerMissingError naming it, tried again on the next call', async () => {
+  const d = await databaseVia(proxy.endpoint);
+  const slot: ContainerSlot = {};
+  // The creation (POST .../colls) refused, as Cosmos refuses an identity with Entra data-plane roles only.
+  proxy.inject({ status: 403, match: (r) => r.method === 'POST' && /\/colls$/.test(r.path) });
+  try {
+    for (const attempt of [1, 2]) {
+      await assert.rejects(openContainer(slot, d, 'refused', '/k'), (err: unknown) => {
+        assert.ok(isStoreErrorNamed(err, 'ContainerMissingError'), `attempt ${attempt}: ${String(err)}`);
+        assert.deepEqual([err.container, err.database, err.transient], ['refused', 'containers', false]);
+        assert.match(err.message, /container refused is missing .* must be created as docs\/deploy\.md shows/);
+        return true;
+      });
+    }
+  } finally {
+    proxy.clear();
+  }
+  assert.equal((await openContainer(slot, d, 'refused', '/k')).id, 'refused', 'opened once it may be created');
+});
+
+// failureGroups has its own open (one per database, kept in a WeakMap) but the same creation: GET /api/failure-groups
+// reads it (readFailureGroupDocs) with the open outside its store-error mapping, a 500 on first use with the store down.
+test('the failure groups container opens the same way: a StoreTransientError, a ContainerMissingError for a 403', async () => {
+  const d = await databaseVia(proxy.endpoint);
+  proxy.inject({ status: 503 });
+  try {
+    await assert.rejects(readFailureGroupDocs(d), (err: unknown) => isStoreErrorNamed(err, 'StoreTransientError'));
+  } finally {
+    proxy.clear();
+  }
+  proxy.inject({ status: 403, match: (r) => r.method === 'POST' && /\/colls$/.test(r.path) });
+  try {
+    await assert.rejects(readFailureGroupDocs(d), (err: unknown) => isStoreErrorNamed(err, 'ContainerMissingError') && err.container === 'failureGroups');
+  } finally {
+    proxy.clear();
+  }
+  assert.deepEqual(await readFailureGroupDocs(d), [], 'opened once the store answers');
 });

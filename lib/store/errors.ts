@@ -43,6 +43,7 @@ interface StoreErrorsByName {
   StoreInputError: StoreInputError;
   CounterRecoveryIncompleteError: CounterRecoveryIncompleteError;
   CountsRecoveredError: CountsRecoveredError;
+  ContainerMissingError: ContainerMissingError;
 }
 
 /**
@@ -139,6 +140,27 @@ export class CountsRecoveredError extends StoreError {
     super(`counter flush refused on ${endpointId}: this writer's lost deltas were recovered there by a survivor`, false);
     this.name = 'CountsRecoveredError';
     this.endpointId = endpointId;
+  }
+}
+
+/**
+ * Cosmos refused (403) to create a container a part opens on first use (lib/store/containers.ts): an identity with
+ * Entra data-plane roles only may not create containers, so a deployment whose deployer did not create it first
+ * (docs/deploy.md) meets this on every use until it exists. Not transient - trying again does not help until someone
+ * creates it - but not a bug either: the console answers it 503 "not configured" with this message, which names the
+ * container (server/http.ts describeError). Opening is tried again on each use, so it works once the container exists.
+ */
+export class ContainerMissingError extends StoreError {
+  readonly container: string;
+  readonly database: string;
+  constructor(database: string, container: string) {
+    super(
+      `the Cosmos container ${container} is missing and may not be created with this identity (Cosmos refused with 403, as it does to an identity with data-plane roles only): it must be created as docs/deploy.md shows`,
+      false,
+    );
+    this.name = 'ContainerMissingError';
+    this.database = database;
+    this.container = container;
   }
 }
 

@@ -21,6 +21,7 @@
 // document is created. The read refines both with the hour buckets (docs/failures.md).
 import type { Container, Database, PatchOperation } from '@azure/cosmos';
 import { metrics } from '@opentelemetry/api';
+import { createContainerIfMissing } from './containers.ts';
 import { cosmosStatus, rethrowCosmos } from './errors.ts';
 import { FAILURE_STATUSES, fingerprintOf } from './fingerprint.ts';
 import { statusRowId } from './ids.ts';
@@ -58,13 +59,9 @@ const opened = new WeakMap<Database, Promise<Container>>();
 export function failureGroupsContainer(database: Database): Promise<Container> {
   let p = opened.get(database);
   if (!p) {
-    p = database.containers
-      .createIfNotExists({ id: FAILURE_GROUPS_CONTAINER, partitionKey: { paths: ['/endpointId'], version: 2 } })
-      .then((r) => r.container)
-      .catch((err: unknown) => {
-        if (cosmosStatus(err) === 409) return database.container(FAILURE_GROUPS_CONTAINER);
-        throw err;
-      });
+    // The shared creation (containers.ts): a concurrent creation's 409 is fine, a store that does not answer is the
+    // store's typed error (a 503 to the console, not the 500 it was on GET /api/failure-groups), a 403 names it.
+    p = createContainerIfMissing(database, FAILURE_GROUPS_CONTAINER, '/endpointId');
     opened.set(database, p);
     p.catch(() => {
       if (opened.get(database) === p) opened.delete(database);

@@ -21,8 +21,7 @@ import type { Container, Database } from '@azure/cosmos';
 import { z } from 'zod';
 import { cosmosStatus, rethrowCosmos, StoreTransientError } from '../../lib/store/index.ts';
 import { openContainer, type ContainerSlot } from '../../lib/store/containers.ts';
-import { ConfigError } from '../config.ts';
-import { log } from '../log.ts';
+import { deleteIfMatch } from '../../lib/store/deleteIfMatch.ts';
 
 export const PUBLISH_RECORDS_CONTAINER = 'agentPublishes';
 
@@ -127,17 +126,11 @@ export class PublishRecords {
     this.#now = now;
   }
 
-  async #c(): Promise<Container> {
-    try {
-      // Created on first use, with the default TTL that makes Cosmos remove expired records (lib/store/containers.ts).
-      return await openContainer(this.#slot, this.#database, PUBLISH_RECORDS_CONTAINER, '/endpointId', { defaultTtl: Math.ceil(PUBLISH_RECORD_TTL_MS / 1000) });
-    } catch (err) {
-      // Mapped like every other store failure here: an unreachable store on the first publish was a 500 "internal
-      // error" (logged as one), not the 503 "try again" of the same store failing a moment later. A failed open is
-      // forgotten (containers.ts), so each publish tries again and is answered 503 again until it opens.
-      if (cosmosStatus(err) === 403) throw containerMissing(this.#database.id);
-      rethrowCosmos(err, 'publish records container open');
-    }
+  #c(): Promise<Container> {
+    // Created on first use, with the default TTL that makes Cosmos remove expired records. A failed open is the
+    // store's typed error (503), a 403 a ContainerMissingError (503 naming the container), tried again on the next
+    // publish (lib/store/containers.ts).
+    return openContainer(this.#slot, this.#database, PUBLISH_RECORDS_CONTAINER, '/endpointId', { defaultTtl: Math.ceil(PUBLISH_RECORD_TTL_MS / 1000) });
   }
 
   async #read(c: Container, id: string, endpointId: string): Promise<{ record: PublishRecord | null; etag: string } | null> {
@@ -230,40 +223,13 @@ export class PublishRecords {
 
   /** The broker refused the send (nothing went out): the claim is removed so a retry sends. */
   async release(entry: PublishRecordEntry): Promise<boolean> {
-    const c = await this.#c();
-    try {
-      await c.item(entry.record.id, entry.record.endpointId).delete({ accessCondition: { type: 'IfMatch', condition: entry.etag } });
-      return true;
-    } catch (err) {
-      const code = cosmosStatus(err);
-      if (code === 412 || code === 404) return false;
-      rethrowCosmos(err, 'publish record release');
-    }
+    return deleteIfMatch(await this.#c(), { id: entry.record.id, partitionKey: entry.record.endpointId, etag: entry.etag }, 'publish record release');
   }
 }
 
-type Slot = { database?: Database; records?: PublishRecords; missingLogged?: true };
+type Slot = { database?: Database; records?: PublishRecords };
 // One per process (Next.js bundles this module into each route's chunk).
 const slot = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.publishRecords')] ??= {}) as Slot;
-
-/**
- * Cosmos refused (403) to create the container: an identity with Entra data-plane roles only may not create
- * containers, so a deployment upgraded without creating `agentPublishes` first cannot publish through the Agent API.
- * Answered 503 "not configured" naming the container and what to do; logged as an error once per process (every
- * publish meets it until the container exists, and one line says it).
- */
-function containerMissing(database: string): ConfigError {
-  if (!slot.missingLogged) {
-    slot.missingLogged = true;
-    log.error(
-      { container: PUBLISH_RECORDS_CONTAINER, database },
-      `the Cosmos container ${PUBLISH_RECORDS_CONTAINER} is missing and the console may not create it (403): every Agent API publish is answered 503 until it is created (docs/deploy.md)`,
-    );
-  }
-  return new ConfigError(
-    `the Agent API's publish records container ${PUBLISH_RECORDS_CONTAINER} is missing and the console may not create it (Cosmos refused with 403, as it does to an identity with data-plane roles only): it must be created as docs/deploy.md shows; nothing was sent`,
-  );
-}
 
 /** The records of the store's database (one instance per database, so its container is opened once). */
 export function publishRecordsOf(database: Database): PublishRecords {

@@ -12,6 +12,7 @@ import type { Container, Database } from '@azure/cosmos';
 import { z } from 'zod';
 import { cosmosStatus, rethrowCosmos } from '../../lib/store/index.ts';
 import { openContainer, type ContainerSlot } from '../../lib/store/containers.ts';
+import { deleteIfMatch } from '../../lib/store/deleteIfMatch.ts';
 
 export const JOURNAL_CONTAINER = 'replayJournal';
 
@@ -196,14 +197,6 @@ export class ReplayJournal {
    * replayable again. Conditional like every transition.
    */
   async release(entry: JournalEntry): Promise<boolean> {
-    const c = await this.#c();
-    try {
-      await c.item(entry.record.id, entry.record.scope).delete({ accessCondition: { type: 'IfMatch', condition: entry.etag } });
-      return true;
-    } catch (err) {
-      const code = cosmosStatus(err);
-      if (code === 412 || code === 404) return false;
-      rethrowCosmos(err, 'replay journal release');
-    }
+    return deleteIfMatch(await this.#c(), { id: entry.record.id, partitionKey: entry.record.scope, etag: entry.etag }, 'replay journal release');
   }
 }

@@ -17,6 +17,7 @@ export function storeErrorSamples(m: ErrorsModule): Map<string, StoreErrors.Stor
     ['StoreInputError', new m.StoreInputError('bad endpoint id')],
     ['CounterRecoveryIncompleteError', new m.CounterRecoveryIncompleteError('owner-1', 2, ['billing'], 'timed out')],
     ['CountsRecoveredError', new m.CountsRecoveredError('billing')],
+    ['ContainerMissingError', new m.ContainerMissingError('nimbus', 'agentPublishes')],
   ]);
   // Export names, not class names: a minified copy's classes are called `n`, `t`, ...
   for (const [exported, value] of Object.entries(m)) {
