@@ -264,11 +264,11 @@ export class Manager {
       // Built before the claim: a command that cannot be built (a result JSON cannot encode) must not leave a claim
       // that nothing will send, answered 409 "being sent" until CLAIM_GRACE_MS or Reconcile.
       const built = buildCommand(spec, row, answered, eventTypeId, payload, auditor);
-      // A settlement too large for the broker is refused before its claim (413, never retried): sent, the broker
-      // refused it and the answer was 503 - an agent retried it for ever, each attempt a claim, an undo and a
-      // CommandNotSent entry in the event's history (server/messageSize.ts).
-      if (spec.kind === 'handoffComplete' || spec.kind === 'handoffFail')
-        requireSendableSize('the settlement (its result or text, as the command carries it)', (built.message.body as Buffer).length);
+      // A command too large for the broker is refused before its claim (413, never retried): sent, the broker
+      // refused it - a settlement was answered 503 and an agent retried it for ever, and an edited resubmit was
+      // claimed (the event shown "being sent") before the refusal, each attempt a claim, an undo and a
+      // CommandNotSent entry in the event's history (server/messageSize.ts; tooLarge.test.ts, resubmitTooLarge.test.ts).
+      requireSendableSize(sizeWhat(spec), (built.message.body as Buffer).length);
       const claimedAt = this.#now();
       const claim = await this.#store.writeStatus(claimWrite(spec, row, answered, eventTypeId, payload), claimExpectation(row));
       // Someone else changed the row between our read and our claim: decide again on the new version.
@@ -362,10 +362,12 @@ export class Manager {
       // A string payload may be the raw text of one that did not parse, and a payload a command wrote may be a handoff
       // settlement's content or carried on from either: #execute asks the history (#storedPayloadNotEvent), and refuses it.
       if (spec.kind === 'resubmit' && (payload === undefined || payload === null || typeof payload === 'string' || writtenByCommand(row) || !row.eventTypeId)) return alone.push(k);
-      // Built before the claim (as in #execute): a command that cannot be built fails alone and claims nothing.
+      // Built and size-checked before the claim (as in #execute): a command that cannot be built, or is too large for
+      // the broker, fails alone and claims nothing.
       let built: BuiltCommand;
       try {
         built = buildCommand(spec, row, row.lastMessageId, row.eventTypeId, payload, auditor);
+        requireSendableSize(sizeWhat(spec), (built.message.body as Buffer).length);
       } catch (error) {
         out[k] = { ok: false, error };
         return;
@@ -757,6 +759,13 @@ export class Manager {
 
 }
 
+
+/** What a command too large for the broker is, in its 413's words. */
+function sizeWhat(spec: CommandSpec): string {
+  if (spec.kind === 'resubmit') return `the resubmitted event (its ${spec.edited ? 'edited' : 'stored'} payload, as the command carries it)`;
+  if (spec.kind === 'skip') return 'the skip command';
+  return 'the settlement (its result or text, as the command carries it)';
+}
 
 /** Whether the row's payload was written by a Manager command (a resubmission or, by an older Resolver, a handoff settlement). */
 const writtenByCommand = (row: StatusRow): boolean => row.requestMessageId?.startsWith(COMMAND_ID_PREFIX) ?? false;
