@@ -24,7 +24,7 @@
 // MessageId, which the subscriber's inbox absorbs in the rare case the first send did reach the broker; but such a
 // claim may also be a send still in progress in another replica, so it is re-sent only when this process saw its
 // send fail, or when the claim is older than CLAIM_GRACE_MS; otherwise the repeat is refused (409, try again shortly).
-import type { ServiceBusClient, ServiceBusMessageBatch, ServiceBusSender } from '@azure/service-bus';
+import { ServiceBusError, type ServiceBusClient, type ServiceBusMessageBatch, type ServiceBusSender } from '@azure/service-bus';
 import { isRequestType, MessageType, PendingSubStatus, ResolutionStatus, Topic } from '@nimbus/sdk/contract';
 import type { MessageType as MessageTypeT, ResolutionStatus as ResolutionStatusT } from '@nimbus/sdk/contract';
 import { isDeepStrictEqual } from 'node:util';
@@ -479,7 +479,10 @@ export class Manager {
             break;
           }
           if (fresh || members.length === 0) {
-            outcomes[i] = { error: new Error(`command ${commands[i]!.messageId} is larger than the broker accepts`) };
+            // The broker's own refusal, in its own code: the batch is sized from the limit the broker's link
+            // advertises, so this command is refused for its size (413, isSizeRefusal). Before, a plain Error
+            // was answered 503 "try again", though the same command is refused every time.
+            outcomes[i] = { error: new ServiceBusError(`command ${commands[i]!.messageId} is larger than the broker accepts (${commands[i]!.message.body.length} bytes of body; the batch takes at most ${batch.maxSizeInBytes} bytes)`, 'MessageSizeExceeded') };
             break;
           }
           await flush(); // full: send it, and try this command in a new batch
