@@ -33,7 +33,7 @@ import { eventHistory } from '../reconcile/history.ts';
 import { inHistoryOrder } from '../historyOrder.ts';
 import { sendCertainlyRefused } from '../subscriptions/sendOutcome.ts';
 import { conflict, HttpError, notFound } from '../http.ts';
-import { isSizeRefusal, requireSendableSize } from '../messageSize.ts';
+import { BROKER_MESSAGE_BYTES, isSizeRefusal, requireSendableSize } from '../messageSize.ts';
 import { log } from '../log.ts';
 import { auditorFields, buildCommand, COMMAND_ID_PREFIX, commandMessageId, commandType, handedOffBy, isManagerClaim, originatingOf, type Auditor, type BuiltCommand, type CommandSpec } from './commands.ts';
 import { withSendSpan } from '@nimbus/sdk';
@@ -175,11 +175,14 @@ export class Manager {
   readonly #failedSends = new Set<string>();
   /** The clock a claim's age is read on (tests move it past WITHHELD_UNDO_MS). */
   readonly #now: () => number;
+  /** The broker's per-message size, as the console read it at start (server/messageSize.ts readBrokerMessageBytes). */
+  readonly #brokerMessageBytes: Promise<number>;
 
-  constructor(options: { store: MessageStore; client: ServiceBusClient; now?: () => number }) {
+  constructor(options: { store: MessageStore; client: ServiceBusClient; now?: () => number; brokerMessageBytes?: Promise<number> }) {
     this.#store = options.store;
     this.#client = options.client;
     this.#now = options.now ?? Date.now;
+    this.#brokerMessageBytes = options.brokerMessageBytes ?? Promise.resolve(BROKER_MESSAGE_BYTES);
   }
 
   /**
@@ -268,7 +271,7 @@ export class Manager {
       // refused it - a settlement was answered 503 and an agent retried it for ever, and an edited resubmit was
       // claimed (the event shown "being sent") before the refusal, each attempt a claim, an undo and a
       // CommandNotSent entry in the event's history (server/messageSize.ts; tooLarge.test.ts, resubmitTooLarge.test.ts).
-      requireSendableSize(sizeWhat(spec), (built.message.body as Buffer).length);
+      requireSendableSize(sizeWhat(spec), (built.message.body as Buffer).length, await this.#brokerMessageBytes);
       const claimedAt = this.#now();
       const claim = await this.#store.writeStatus(claimWrite(spec, row, answered, eventTypeId, payload), claimExpectation(row));
       // Someone else changed the row between our read and our claim: decide again on the new version.
@@ -352,6 +355,7 @@ export class Manager {
       this.#rowCounts(targets, lot),
     ]);
     const claims: Array<{ k: number; row: StatusRow; eventTypeId: string | null; payload: unknown; built: BuiltCommand }> = [];
+    const brokerBytes = await this.#brokerMessageBytes;
     lot.forEach((k, i) => {
       const row = rows[i];
       // Only a fresh claim of the selected row, when it is the event's only row, is done here; anything else is
@@ -367,7 +371,7 @@ export class Manager {
       let built: BuiltCommand;
       try {
         built = buildCommand(spec, row, row.lastMessageId, row.eventTypeId, payload, auditor);
-        requireSendableSize(sizeWhat(spec), (built.message.body as Buffer).length);
+        requireSendableSize(sizeWhat(spec), (built.message.body as Buffer).length, brokerBytes);
       } catch (error) {
         out[k] = { ok: false, error };
         return;
