@@ -3,11 +3,13 @@
 // bundle); every copy must share one client, not open its own.
 import { isAbsolute, resolve } from 'node:path';
 import { loadCatalog } from '@nimbus/sdk/catalog';
-import type { Catalog } from '@nimbus/sdk/contract';
+import { Topic, type Catalog } from '@nimbus/sdk/contract';
 import { createServiceBusClients, type ServiceBusClients } from '@nimbus/sdk/servicebus';
 import { createStore, type MessageStore } from '../lib/store/index.ts';
 import { loadConsoleConfig, type ConsoleConfig } from './config.ts';
 import { Manager } from './manager/manager.ts';
+import { readBrokerMessageBytes } from './messageSize.ts';
+import { log } from './log.ts';
 
 export interface ConsoleContext {
   config: ConsoleConfig;
@@ -15,6 +17,11 @@ export interface ConsoleContext {
   serviceBus: ServiceBusClients;
   catalog: Catalog;
   manager: Manager;
+  /**
+   * The broker's per-message size in bytes, read from the Manager topic once as the context opens (never rejects:
+   * the Standard tier's 256 KB when it cannot be read); what the size pre-checks hold commands and publishes to.
+   */
+  brokerMessageBytes: Promise<number>;
 }
 
 const KEY = Symbol.for('nimbus.console.context');
@@ -34,7 +41,9 @@ async function open(env: Record<string, string | undefined>): Promise<ConsoleCon
     await store.close();
     throw err;
   }
-  return { config, store, serviceBus, catalog, manager: new Manager({ store, client: serviceBus.client }) };
+  // Started, not awaited: a page that reads only the store does not wait on the broker; a command awaits it.
+  const brokerMessageBytes = readBrokerMessageBytes(serviceBus.admin, Topic.Manager, log);
+  return { config, store, serviceBus, catalog, brokerMessageBytes, manager: new Manager({ store, client: serviceBus.client, brokerMessageBytes }) };
 }
 
 /** The process's context, opened on first use from the environment. A failed open is retried on the next call. */

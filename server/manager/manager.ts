@@ -24,7 +24,7 @@
 // MessageId, which the subscriber's inbox absorbs in the rare case the first send did reach the broker; but such a
 // claim may also be a send still in progress in another replica, so it is re-sent only when this process saw its
 // send fail, or when the claim is older than CLAIM_GRACE_MS; otherwise the repeat is refused (409, try again shortly).
-import type { ServiceBusClient, ServiceBusMessageBatch, ServiceBusSender } from '@azure/service-bus';
+import { ServiceBusError, type ServiceBusClient, type ServiceBusMessageBatch, type ServiceBusSender } from '@azure/service-bus';
 import { isRequestType, MessageType, PendingSubStatus, ResolutionStatus, Topic } from '@nimbus/sdk/contract';
 import type { MessageType as MessageTypeT, ResolutionStatus as ResolutionStatusT } from '@nimbus/sdk/contract';
 import { isDeepStrictEqual } from 'node:util';
@@ -33,7 +33,7 @@ import { eventHistory } from '../reconcile/history.ts';
 import { inHistoryOrder } from '../historyOrder.ts';
 import { sendCertainlyRefused } from '../subscriptions/sendOutcome.ts';
 import { conflict, HttpError, notFound } from '../http.ts';
-import { isSizeRefusal, requireSendableSize } from '../messageSize.ts';
+import { BROKER_MESSAGE_BYTES, isSizeRefusal, requireSendableSize } from '../messageSize.ts';
 import { log } from '../log.ts';
 import { auditorFields, buildCommand, COMMAND_ID_PREFIX, commandMessageId, commandType, handedOffBy, isManagerClaim, originatingOf, type Auditor, type BuiltCommand, type CommandSpec } from './commands.ts';
 import { withSendSpan } from '@nimbus/sdk';
@@ -175,11 +175,14 @@ export class Manager {
   readonly #failedSends = new Set<string>();
   /** The clock a claim's age is read on (tests move it past WITHHELD_UNDO_MS). */
   readonly #now: () => number;
+  /** The broker's per-message size, as the console read it at start (server/messageSize.ts readBrokerMessageBytes). */
+  readonly #brokerMessageBytes: Promise<number>;
 
-  constructor(options: { store: MessageStore; client: ServiceBusClient; now?: () => number }) {
+  constructor(options: { store: MessageStore; client: ServiceBusClient; now?: () => number; brokerMessageBytes?: Promise<number> }) {
     this.#store = options.store;
     this.#client = options.client;
     this.#now = options.now ?? Date.now;
+    this.#brokerMessageBytes = options.brokerMessageBytes ?? Promise.resolve(BROKER_MESSAGE_BYTES);
   }
 
   /**
@@ -264,11 +267,11 @@ export class Manager {
       // Built before the claim: a command that cannot be built (a result JSON cannot encode) must not leave a claim
       // that nothing will send, answered 409 "being sent" until CLAIM_GRACE_MS or Reconcile.
       const built = buildCommand(spec, row, answered, eventTypeId, payload, auditor);
-      // A settlement too large for the broker is refused before its claim (413, never retried): sent, the broker
-      // refused it and the answer was 503 - an agent retried it for ever, each attempt a claim, an undo and a
-      // CommandNotSent entry in the event's history (server/messageSize.ts).
-      if (spec.kind === 'handoffComplete' || spec.kind === 'handoffFail')
-        requireSendableSize('the settlement (its result or text, as the command carries it)', (built.message.body as Buffer).length);
+      // A command too large for the broker is refused before its claim (413, never retried): sent, the broker
+      // refused it - a settlement was answered 503 and an agent retried it for ever, and an edited resubmit was
+      // claimed (the event shown "being sent") before the refusal, each attempt a claim, an undo and a
+      // CommandNotSent entry in the event's history (server/messageSize.ts; tooLarge.test.ts, resubmitTooLarge.test.ts).
+      requireSendableSize(sizeWhat(spec), (built.message.body as Buffer).length, await this.#brokerMessageBytes);
       const claimedAt = this.#now();
       const claim = await this.#store.writeStatus(claimWrite(spec, row, answered, eventTypeId, payload), claimExpectation(row));
       // Someone else changed the row between our read and our claim: decide again on the new version.
@@ -352,6 +355,7 @@ export class Manager {
       this.#rowCounts(targets, lot),
     ]);
     const claims: Array<{ k: number; row: StatusRow; eventTypeId: string | null; payload: unknown; built: BuiltCommand }> = [];
+    const brokerBytes = await this.#brokerMessageBytes;
     lot.forEach((k, i) => {
       const row = rows[i];
       // Only a fresh claim of the selected row, when it is the event's only row, is done here; anything else is
@@ -362,10 +366,12 @@ export class Manager {
       // A string payload may be the raw text of one that did not parse, and a payload a command wrote may be a handoff
       // settlement's content or carried on from either: #execute asks the history (#storedPayloadNotEvent), and refuses it.
       if (spec.kind === 'resubmit' && (payload === undefined || payload === null || typeof payload === 'string' || writtenByCommand(row) || !row.eventTypeId)) return alone.push(k);
-      // Built before the claim (as in #execute): a command that cannot be built fails alone and claims nothing.
+      // Built and size-checked before the claim (as in #execute): a command that cannot be built, or is too large for
+      // the broker, fails alone and claims nothing.
       let built: BuiltCommand;
       try {
         built = buildCommand(spec, row, row.lastMessageId, row.eventTypeId, payload, auditor);
+        requireSendableSize(sizeWhat(spec), (built.message.body as Buffer).length, brokerBytes);
       } catch (error) {
         out[k] = { ok: false, error };
         return;
@@ -477,7 +483,10 @@ export class Manager {
             break;
           }
           if (fresh || members.length === 0) {
-            outcomes[i] = { error: new Error(`command ${commands[i]!.messageId} is larger than the broker accepts`) };
+            // The broker's own refusal, in its own code: the batch is sized from the limit the broker's link
+            // advertises, so this command is refused for its size (413, isSizeRefusal). Before, a plain Error
+            // was answered 503 "try again", though the same command is refused every time.
+            outcomes[i] = { error: new ServiceBusError(`command ${commands[i]!.messageId} is larger than the broker accepts (${commands[i]!.message.body.length} bytes of body; the batch takes at most ${batch.maxSizeInBytes} bytes)`, 'MessageSizeExceeded') };
             break;
           }
           await flush(); // full: send it, and try this command in a new batch
@@ -757,6 +766,13 @@ export class Manager {
 
 }
 
+
+/** What a command too large for the broker is, in its 413's words. */
+function sizeWhat(spec: CommandSpec): string {
+  if (spec.kind === 'resubmit') return `the resubmitted event (its ${spec.edited ? 'edited' : 'stored'} payload, as the command carries it)`;
+  if (spec.kind === 'skip') return 'the skip command';
+  return 'the settlement (its result or text, as the command carries it)';
+}
 
 /** Whether the row's payload was written by a Manager command (a resubmission or, by an older Resolver, a handoff settlement). */
 const writtenByCommand = (row: StatusRow): boolean => row.requestMessageId?.startsWith(COMMAND_ID_PREFIX) ?? false;

@@ -10,13 +10,15 @@
 // started. Top-level `after` hooks do run one after another in order: a file's own runs after this one's.
 import { after, before } from 'node:test';
 import { seedConsoleData } from './seed.ts';
-import { startConsoleTestStack, type ConsoleTestStack } from './stack.ts';
+import { startConsoleTestStack, type ConsoleTestStack, type TestEmulatorOptions } from './stack.ts';
 
 export type DemoRows = Awaited<ReturnType<typeof seedConsoleData>>;
 
 export interface ConsoleStackOptions {
   /** The stack's Cosmos database (default `nimbus`): a file of its own keeps its rows apart. */
   database?: string;
+  /** The embedded emulator's options (default none), e.g. `maxMessageSizeBytes` below the console's limit. */
+  emulator?: TestEmulatorOptions;
   /**
    * Variables over the stack's, set in process.env with them; a function for values that need the started stack or
    * a start of their own.
@@ -39,7 +41,7 @@ export function useConsoleStack(options: ConsoleStackOptions = {}): UsedConsoleS
   const handle = { demo: {} } as UsedConsoleStack;
   let started: ConsoleTestStack | undefined;
   before(async () => {
-    started = await startConsoleTestStack(options.database);
+    started = await startConsoleTestStack(options.database, options.emulator);
     const { demo } = handle;
     Object.assign(handle, started, { demo });
     const env = typeof options.env === 'function' ? await options.env(started) : options.env;

@@ -5,7 +5,7 @@ import type { Catalog } from '@nimbus/sdk/contract';
 import { createServiceBusClients, type ServiceBusClients } from '@nimbus/sdk/servicebus';
 import { createStore, startEmbeddedCosmos, type EmbeddedCosmos, type MessageStore } from '../../lib/store/index.ts';
 import { deriveTopology, provisionTopology } from '@nimbus/sdk/topology';
-import { startEmulator, type RunningEmulator } from '../../emulator/index.ts';
+import { startEmulator, type RunningEmulator, type StartEmulatorOptions } from '../../emulator/index.ts';
 import { DEFAULT_CATALOG_PATH } from '../config.ts';
 
 export interface ConsoleTestStack {
@@ -19,8 +19,11 @@ export interface ConsoleTestStack {
   close(): Promise<void>;
 }
 
-export async function startConsoleTestStack(database = 'nimbus'): Promise<ConsoleTestStack> {
-  const emulator = await startEmulator({ port: 0 });
+/** Emulator options a test may set (e.g. a smaller message size limit than the console's); the port is always a free one. */
+export type TestEmulatorOptions = Omit<StartEmulatorOptions, 'port' | 'host'>;
+
+export async function startConsoleTestStack(database = 'nimbus', emulatorOptions: TestEmulatorOptions = {}): Promise<ConsoleTestStack> {
+  const emulator = await startEmulator({ ...emulatorOptions, port: 0 });
   const cosmos = await startEmbeddedCosmos({ port: 0 });
   const serviceBus = createServiceBusClients(emulator.connectionString);
   const catalog = await loadCatalog(DEFAULT_CATALOG_PATH);
