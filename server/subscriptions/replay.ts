@@ -602,6 +602,24 @@ async function runReplay(
     await completeSent(m, taken);
   };
 
+  /**
+   * A warned dead letter under a `markDelivered` decision: removed without sending when, and only when, the journal
+   * holds it `sending` (uncertain). False leaves it to be skipped as any warned one: it has no claim (the request
+   * would send it - replayOne would claim it), or a state the decision does not apply to, or the journal did not answer.
+   */
+  const markDeliveredWarned = async (m: ServiceBusReceivedMessage, v: DeadLetterView): Promise<boolean> => {
+    let entry: JournalEntry | null;
+    try {
+      entry = await journal.get({ topic, subscription, sequenceNumber: v.sequenceNumber, messageId: v.messageId });
+    } catch (err) {
+      op.error = `replay journal unavailable, decision not applied: ${errorText(err, 'store error')}`;
+      return false;
+    }
+    if (!entry || entry.record.state !== 'sending') return false;
+    await decide(m, v, entry, 'markDelivered');
+    return true;
+  };
+
   const replayOne = async (m: ServiceBusReceivedMessage, v: DeadLetterView): Promise<'ok' | 'failed'> => {
     const key: DeadLetterKey = { topic, subscription, sequenceNumber: v.sequenceNumber, messageId: v.messageId };
     let entry: JournalEntry | null;
@@ -687,6 +705,12 @@ async function runReplay(
           continue;
         }
         if (v.replayWarning && selection.includeWarned !== true) {
+          // An operator's "remove as delivered" on an uncertain one sends nothing, so the warning (about a send) does
+          // not hold it back; anything else about it would send, and it is left.
+          if (decision === 'markDelivered' && (await markDeliveredWarned(m, v))) {
+            await save(false);
+            continue;
+          }
           // Replayed unchanged it is refused again (or runs a handler it should not): left in the queue, reported.
           held.push(m);
           op.skipped = (op.skipped ?? 0) + 1;
