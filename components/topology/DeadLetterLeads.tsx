@@ -3,7 +3,7 @@
 // the list and the dialog only place them.
 import Link from '../Link.tsx';
 import { eventHref } from '../api.ts';
-import type { DeadLetter, ReplayPreview, ReplaySelection } from './opsApi.ts';
+import type { DeadLetter, ReplayPreview } from './opsApi.ts';
 
 /** The event id (a link to its page) and type of a dead letter; nothing for a message without an EventId. */
 export function DeadLetterEventLink({ event }: { event: DeadLetter['event'] }) {
@@ -76,14 +76,4 @@ export function WarnedSummary({ p }: { p: ReplayPreview }) {
       </ul>
     </div>
   );
-}
-
-/**
- * The selection to replay after a preview: dead letters listed one by one lose the warned ones, which the server
- * would refuse (409) while they are listed; a filter or the whole queue is sent as it is (the server skips them).
- */
-export function withoutWarned(sel: ReplaySelection, p: Pick<ReplayPreview, 'warnedItems'>): ReplaySelection {
-  if (!sel.sequenceNumbers || p.warnedItems.length === 0) return sel;
-  const warned = new Set(p.warnedItems.map((w) => w.sequenceNumber));
-  return { ...sel, sequenceNumbers: sel.sequenceNumbers.filter((s) => !warned.has(s)) };
 }

@@ -105,6 +105,13 @@ export interface ReplayPreview {
   warned: number;
   /** The warned ones with their warning and event (at most 100), for the preview's links to the event pages. */
   warnedItems: WarnedDeadLetter[];
+  /**
+   * Of a selection listed by sequence number: the sequence number of every warned one among them, without the cap of
+   * `warnedItems` (bounded by the request's own list, at most MAX_REPLAY). The console leaves exactly these out of the
+   * replay it confirms; before, it left out only the 100 of `warnedItems`, so a listed replay of more than 100 warned
+   * ones was refused with a 409. Empty for a filter or `all` (their replay skips warned ones by itself).
+   */
+  warnedSequenceNumbers: string[];
   /** The uncertain ones with their evidence (at most 100). */
   uncertainItems: UncertainEvidence[];
   /** True when the scan stopped at its bound: there may be more matching dead letters. */
@@ -184,6 +191,8 @@ export async function previewReplay(
   let uncertain = 0;
   let permanentFailures = 0;
   const warnedItems: WarnedDeadLetter[] = [];
+  const warnedSequenceNumbers: string[] = [];
+  const listed = (sel.sequenceNumbers?.length ?? 0) > 0;
   let warned = 0;
   let truncated = false;
   try {
@@ -198,16 +207,15 @@ export async function previewReplay(
         }
         count++;
         if (v.permanentFailure) permanentFailures++;
-        if (v.replayWarning && sel.includeWarned !== true) {
-          // Skipped by the replay (runReplay): no journal, no copy, reaches nobody.
-          warned++;
-          if (warnedItems.length < MAX_UNCERTAIN_LISTED) warnedItems.push(warnedOf(v, v.replayWarning));
-          if (sample.length < 20) sample.push({ sequenceNumber: v.sequenceNumber, messageId: v.messageId, reason: v.reason, enqueuedAt: v.enqueuedAt });
-          continue;
-        }
         if (v.replayWarning) {
           warned++;
           if (warnedItems.length < MAX_UNCERTAIN_LISTED) warnedItems.push(warnedOf(v, v.replayWarning));
+          if (listed) warnedSequenceNumbers.push(v.sequenceNumber);
+        }
+        if (v.replayWarning && sel.includeWarned !== true) {
+          // Skipped by the replay (runReplay): no journal, no copy, reaches nobody.
+          if (sample.length < 20) sample.push({ sequenceNumber: v.sequenceNumber, messageId: v.messageId, reason: v.reason, enqueuedAt: v.enqueuedAt });
+          continue;
         }
         const record = open.get(recordIdOf(v));
         const verdict = verdictOf(record);
@@ -240,7 +248,7 @@ export async function previewReplay(
     .map(([s, e]) => ({ subscription: s, count: e.yes + e.unknown, certain: e.unknown === 0 }))
     .sort((a, b) => a.subscription.localeCompare(b.subscription));
   const toSend = count - alreadySent - (sel.uncertain === 'resend' ? 0 : uncertain) - (sel.includeWarned === true ? 0 : warned);
-  return { topic, subscription, count, alreadySent, uncertain, toSend, permanentFailures, warned, warnedItems, uncertainItems: await uncertainEvidence(docs, uncertainFound), truncated, sample, alsoReaches };
+  return { topic, subscription, count, alreadySent, uncertain, toSend, permanentFailures, warned, warnedItems, warnedSequenceNumbers, uncertainItems: await uncertainEvidence(docs, uncertainFound), truncated, sample, alsoReaches };
 }
 
 /**

@@ -5,16 +5,20 @@
 //   about a send refused again does not apply. Before, that request was refused 409 `replay-warned`;
 // - the warning still holds for what would send: the same request on a warned dead letter that is not uncertain, and a
 //   `resend` of a warned uncertain one, are refused 409; the run itself (past the route) leaves a warned one without
-//   a claim in the queue under a markDelivered decision.
+//   a claim in the queue under a markDelivered decision;
+// - more than 100 warned among the ticked: the preview names every one of them (`warnedSequenceNumbers`, not only
+//   the 100 of `warnedItems`), so the console's confirm (withoutWarned) leaves them all out and the replay starts.
+//   Before, 101 warned ticked left one in the request and the replay was refused 409.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { ServiceBusMessage } from '@azure/service-bus';
 import { eventBody, MessageType, Prop, WireText } from '@nimbus/sdk/contract';
 import { eventually } from '../../resolver-worker/testHarness.ts';
+import { withoutWarned } from '../../components/topology/withoutWarned.ts';
 import { useConsoleStack } from '../testing/consoleStack.ts';
 import { peekDeadLetters, type DeadLetterView } from './deadLetters.ts';
-import { replayDeadLetters, type ReplayOperation } from './replay.ts';
+import { replayDeadLetters, type ReplayOperation, type ReplayPreview } from './replay.ts';
 import { ReplayJournal, type DeadLetterKey } from './replayJournal.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -30,7 +34,7 @@ const routes = {
   operation: () => import('../../app/api/topology/operations/[operationId]/route.ts'),
 };
 
-/** A refused SkipRequest (warned), as the subscriber leaves it in its dead-letter queue. */
+/** A refused SkipRequest (warned), or an ordinary event (not), as the subscriber leaves each in its dead-letter queue. */
 const refusedCommand = (ep: string): { message: ServiceBusMessage; reason: string } => ({
   message: {
     messageId: randomUUID(),
@@ -38,6 +42,10 @@ const refusedCommand = (ep: string): { message: ServiceBusMessage; reason: strin
     applicationProperties: { [Prop.To]: ep, [Prop.From]: 'storefrontendpoint', [Prop.MessageType]: MessageType.SkipRequest, [Prop.EventId]: `e-${randomUUID()}`, [Prop.EventTypeId]: 'OrderPlaced' },
   },
   reason: WireText.CommandRefused,
+});
+const ordinary = (ep: string): { message: ServiceBusMessage; reason: string } => ({
+  message: { messageId: randomUUID(), body: Buffer.from(eventBody('OrderPlaced', { orderId: 'o-2' })), applicationProperties: { [Prop.To]: ep, [Prop.MessageType]: MessageType.EventRequest, [Prop.EventId]: `e-${randomUUID()}` } },
+  reason: 'MaxDeliveryCountExceeded',
 });
 
 /** Sends each message to `ep`'s topic in one session and dead-letters it from the main subscription; the dead letters, in order. */
@@ -164,5 +172,28 @@ describe('a warned dead letter listed one by one', () => {
     assert.equal(await journal.get(keyOf(ep, plain!)), null, 'no claim written for it');
     assert.deepEqual((await inQueue(ep, [plain!.messageId!, unsure!.messageId!])).map((x) => x.sequenceNumber), [plain!.sequenceNumber, unsure!.sequenceNumber], 'both still in the queue');
     assert.equal((await journal.get(keyOf(ep, unsure!)))?.record.state, 'sending', 'still uncertain');
+  });
+
+  test('more than 100 warned ticked: the preview names all of them, and the confirmed replay leaves them out and starts', async () => {
+    const ep = 'billingendpoint';
+    const WARNED = 105;
+    const seeded = await deadLetter(ep, [...Array.from({ length: WARNED }, () => refusedCommand(ep)), ordinary(ep)]);
+    const normal = seeded[WARNED]!;
+    const selection = { sequenceNumbers: seeded.map((d) => d.sequenceNumber) };
+
+    const previewRes = await (await routes.preview()).POST(req('POST', selection), params({ topic: ep, subscription: ep }));
+    assert.equal(previewRes.status, 200, await previewRes.clone().text());
+    const preview = (await previewRes.json()) as ReplayPreview;
+    assert.deepEqual({ count: preview.count, warned: preview.warned, toSend: preview.toSend, listed: preview.warnedItems.length }, { count: WARNED + 1, warned: WARNED, toSend: 1, listed: 100 });
+    assert.deepEqual([...(preview.warnedSequenceNumbers ?? [])].sort(), seeded.slice(0, WARNED).map((d) => d.sequenceNumber).sort(), 'every warned one, past the 100 listed');
+
+    // What the console's Replay button sends after this preview. Before the fix: 5 warned left in it, a 409.
+    const confirmed = withoutWarned(selection, preview);
+    assert.deepEqual(confirmed.sequenceNumbers, [normal.sequenceNumber]);
+    const res = await postReplay(ep, confirmed);
+    assert.equal(res.status, 202, await res.clone().text());
+    const op = await finished(((await res.json()) as { operationId: string }).operationId);
+    assert.deepEqual({ state: op.state, replayed: op.replayed, skipped: op.skipped }, { state: 'done', replayed: 1, skipped: 0 });
+    assert.equal((await inQueue(ep, seeded.map((d) => d.messageId!))).length, WARNED, 'the warned ones stay in the queue');
   });
 });
