@@ -3,7 +3,7 @@
 // the list and the dialog only place them.
 import Link from '../Link.tsx';
 import { eventHref } from '../api.ts';
-import type { DeadLetter, ReplayPreview, ReplaySelection } from './opsApi.ts';
+import type { DeadLetter, ReplayPreview } from './opsApi.ts';
 
 /** The event id (a link to its page) and type of a dead letter; nothing for a message without an EventId. */
 export function DeadLetterEventLink({ event }: { event: DeadLetter['event'] }) {
@@ -50,13 +50,26 @@ export function ReplayWarningNote({ d }: { d: Pick<DeadLetter, 'replayWarning' |
   );
 }
 
-/** The preview's list of selected dead letters a replay leaves in the queue because replaying them is futile. */
-export function WarnedSummary({ p }: { p: ReplayPreview }) {
+/**
+ * The preview's list of selected dead letters whose replay is futile (a refused Manager command…), each with why and a
+ * link to its event: left in the queue, or - when the operator opted in (`includeWarned`) - replayed anyway.
+ */
+export function WarnedSummary({ p, included }: { p: ReplayPreview; included: boolean }) {
   if (p.warned === 0) return null;
   return (
-    <div className="mt-2 rounded border border-amber-300 bg-amber-50 p-2 text-amber-900" data-preview-warned>
+    <div className="mt-2 rounded border border-amber-300 bg-amber-50 p-2 text-amber-900" data-preview-warned={included ? 'included' : 'left'}>
       <p>
-        {p.warned} of the selected messages {p.warned === 1 ? 'is' : 'are'} left in the queue, not replayed:
+        {included ? (
+          <>
+            <b>
+              {p.warned} of the selected messages {p.warned === 1 ? 'is' : 'are'} replayed although {p.warned === 1 ? 'it' : 'they'} will likely be refused again:
+            </b>
+          </>
+        ) : (
+          <>
+            {p.warned} of the selected messages {p.warned === 1 ? 'is' : 'are'} left in the queue, not replayed:
+          </>
+        )}
       </p>
       <ul className="mt-1 max-h-40 list-disc overflow-auto pl-5 text-xs">
         {p.warnedItems.map((w) => (
@@ -74,16 +87,23 @@ export function WarnedSummary({ p }: { p: ReplayPreview }) {
           </li>
         ))}
       </ul>
+      {p.warned > p.warnedItems.length && <p className="mt-1 text-xs">… and {p.warned - p.warnedItems.length} more.</p>}
     </div>
   );
 }
 
 /**
- * The selection to replay after a preview: dead letters listed one by one lose the warned ones, which the server
- * would refuse (409) while they are listed; a filter or the whole queue is sent as it is (the server skips them).
+ * The operator's opt-in to replay the warned ones too (the request's `includeWarned`): off by default, shown only when
+ * the preview has any. Changing it asks for a new preview, so the counts and the confirm button are the server's.
  */
-export function withoutWarned(sel: ReplaySelection, p: Pick<ReplayPreview, 'warnedItems'>): ReplaySelection {
-  if (!sel.sequenceNumbers || p.warnedItems.length === 0) return sel;
-  const warned = new Set(p.warnedItems.map((w) => w.sequenceNumber));
-  return { ...sel, sequenceNumbers: sel.sequenceNumbers.filter((s) => !warned.has(s)) };
+export function IncludeWarnedOption({ p, included, busy, onChange }: { p: ReplayPreview; included: boolean; busy: boolean; onChange: (include: boolean) => void }) {
+  if (p.warned === 0) return null;
+  return (
+    <label className="mt-2 flex items-start gap-2 text-amber-900" data-include-warned>
+      <input type="checkbox" className="mt-1" checked={included} disabled={busy} onChange={(e) => onChange(e.target.checked)} />
+      <span>
+        Also replay {p.warned} dead letter{p.warned === 1 ? '' : 's'} that will likely be refused again
+      </span>
+    </label>
+  );
 }

@@ -4,6 +4,8 @@
 // it). A filtered page is read from at most 1,000 dead letters, so it can end short (even empty) with more of the
 // queue left: the page says so and scans on. Replay of the selected dead letters or of all matching the filter
 // goes preview → confirm → progress → result; a failed confirm shows its error in the dialog, which stays open.
+// Dead letters whose replay is futile (`replayWarning`) are left out unless the operator ticks the preview's opt-in,
+// which previews again with `includeWarned` so the confirm button states what is sent, warned ones included.
 // Purge states the count and asks for the typed `topic/subscription`. A dead letter whose replay died during its
 // send is shown as uncertain with the evidence from the replay journal; it is sent again (or removed as
 // delivered) only on the operator's explicit decision, which the server audits.
@@ -14,7 +16,8 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ConfirmDialog } from '../ConfirmDialog.tsx';
 import { ApiError } from '../api.ts';
 import { countOf, ErrorBox, Timestamp } from '../format.tsx';
-import { DeadLetterEventLink, PermanentFailuresWarning, ReplayWarningNote, WarnedSummary, withoutWarned } from './DeadLetterLeads.tsx';
+import { DeadLetterEventLink, IncludeWarnedOption, PermanentFailuresWarning, ReplayWarningNote, WarnedSummary } from './DeadLetterLeads.tsx';
+import { withoutWarned } from './withoutWarned.ts';
 import { opsApi, type DeadLetter, type ReplayOperation, type ReplayPreview, type ReplaySelection, type UncertainDecision, type UncertainEvidence } from './opsApi.ts';
 import { TypedConfirmDialog } from './TypedConfirmDialog.tsx';
 import { useCan } from '../audit/accessApi.ts';
@@ -47,6 +50,8 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
   const [purging, setPurging] = useState(false);
   const [notice, setNotice] = useState<string | null>(null);
   const [deciding, setDeciding] = useState<{ item: DeadLetter; kind: UncertainDecision } | null>(null);
+  // The opt-in to replay warned dead letters too is part of the previewed selection, so what is confirmed is what was previewed.
+  const includeWarned = preview?.selection.includeWarned === true;
 
   const q = useQuery(deadLettersQuery(topic, subscription, reason, from, { paused: operationId !== null }));
   const refresh = () => void client.invalidateQueries({ queryKey: queryKeys.deadLetters(topic, subscription) });
@@ -267,8 +272,8 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
       {preview && (
         <ConfirmDialog
           title={`Replay ${preview.result.count}${preview.result.truncated ? '+' : ''} dead letter${preview.result.count === 1 ? '' : 's'}`}
-          confirmLabel={`Replay ${preview.result.toSend}`}
-          busy={start.isPending}
+          confirmLabel={includeWarned && preview.result.warned > 0 ? `Replay ${preview.result.toSend}, including ${preview.result.warned} likely refused again` : `Replay ${preview.result.toSend}`}
+          busy={start.isPending || previewMutation.isPending}
           disabled={preview.result.toSend + preview.result.alreadySent === 0}
           onCancel={() => {
             start.reset();
@@ -296,14 +301,25 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
           )}
           <ReplayJournalSummary p={preview.result} />
           <PermanentFailuresWarning count={preview.result.permanentFailures} />
-          <WarnedSummary p={preview.result} />
+          <WarnedSummary p={preview.result} included={includeWarned} />
+          <IncludeWarnedOption
+            p={preview.result}
+            // Ticked at once while its preview loads (the checkbox follows the click), then the previewed selection's.
+            included={previewMutation.isPending ? previewMutation.variables.includeWarned === true : includeWarned}
+            busy={previewMutation.isPending || start.isPending}
+            onChange={(include) => {
+              // A new preview with the opt-in: its counts and copies' reach are the ones the confirm sends.
+              const { includeWarned: _omit, ...rest } = preview.selection;
+              previewMutation.mutate(include ? { ...rest, includeWarned: true } : rest);
+            }}
+          />
           {preview.result.truncated && <p className="mt-2 text-amber-800">More dead letters match than one replay handles; run it again afterwards.</p>}
           {preview.result.toSend + preview.result.alreadySent === 0 && (
             <p className="mt-2 font-medium" data-nothing-to-send>
               {nothingToSend(preview.result)}
             </p>
           )}
-          <ErrorBox error={start.error} />
+          <ErrorBox error={start.error ?? previewMutation.error} />
         </ConfirmDialog>
       )}
       {deciding && (

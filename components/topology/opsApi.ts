@@ -16,7 +16,7 @@ export type { SubscriptionView, TopicView } from '../../server/subscriptions/ove
 /** A dead letter with what the replay journal knows of it (the server's read model). */
 export type DeadLetter = DeadLetterWithReplay;
 
-export type ReplaySelection = Pick<ServerReplaySelection, 'sequenceNumbers' | 'all' | 'reason' | 'uncertain'>;
+export type ReplaySelection = Pick<ServerReplaySelection, 'sequenceNumbers' | 'all' | 'reason' | 'uncertain' | 'includeWarned'>;
 
 export type { ReplayPreview, UncertainEvidence, UncertainDecision };
 

@@ -105,6 +105,13 @@ export interface ReplayPreview {
   warned: number;
   /** The warned ones with their warning and event (at most 100), for the preview's links to the event pages. */
   warnedItems: WarnedDeadLetter[];
+  /**
+   * Of a selection listed by sequence number: the sequence number of every warned one among them, without the cap of
+   * `warnedItems` (bounded by the request's own list, at most MAX_REPLAY). The console leaves exactly these out of the
+   * replay it confirms; before, it left out only the 100 of `warnedItems`, so a listed replay of more than 100 warned
+   * ones was refused with a 409. Empty for a filter or `all` (their replay skips warned ones by itself).
+   */
+  warnedSequenceNumbers: string[];
   /** The uncertain ones with their evidence (at most 100). */
   uncertainItems: UncertainEvidence[];
   /** True when the scan stopped at its bound: there may be more matching dead letters. */
@@ -184,6 +191,8 @@ export async function previewReplay(
   let uncertain = 0;
   let permanentFailures = 0;
   const warnedItems: WarnedDeadLetter[] = [];
+  const warnedSequenceNumbers: string[] = [];
+  const listed = (sel.sequenceNumbers?.length ?? 0) > 0;
   let warned = 0;
   let truncated = false;
   try {
@@ -198,16 +207,15 @@ export async function previewReplay(
         }
         count++;
         if (v.permanentFailure) permanentFailures++;
-        if (v.replayWarning && sel.includeWarned !== true) {
-          // Skipped by the replay (runReplay): no journal, no copy, reaches nobody.
-          warned++;
-          if (warnedItems.length < MAX_UNCERTAIN_LISTED) warnedItems.push(warnedOf(v, v.replayWarning));
-          if (sample.length < 20) sample.push({ sequenceNumber: v.sequenceNumber, messageId: v.messageId, reason: v.reason, enqueuedAt: v.enqueuedAt });
-          continue;
-        }
         if (v.replayWarning) {
           warned++;
           if (warnedItems.length < MAX_UNCERTAIN_LISTED) warnedItems.push(warnedOf(v, v.replayWarning));
+          if (listed) warnedSequenceNumbers.push(v.sequenceNumber);
+        }
+        if (v.replayWarning && sel.includeWarned !== true) {
+          // Skipped by the replay (runReplay): no journal, no copy, reaches nobody.
+          if (sample.length < 20) sample.push({ sequenceNumber: v.sequenceNumber, messageId: v.messageId, reason: v.reason, enqueuedAt: v.enqueuedAt });
+          continue;
         }
         const record = open.get(recordIdOf(v));
         const verdict = verdictOf(record);
@@ -240,7 +248,7 @@ export async function previewReplay(
     .map(([s, e]) => ({ subscription: s, count: e.yes + e.unknown, certain: e.unknown === 0 }))
     .sort((a, b) => a.subscription.localeCompare(b.subscription));
   const toSend = count - alreadySent - (sel.uncertain === 'resend' ? 0 : uncertain) - (sel.includeWarned === true ? 0 : warned);
-  return { topic, subscription, count, alreadySent, uncertain, toSend, permanentFailures, warned, warnedItems, uncertainItems: await uncertainEvidence(docs, uncertainFound), truncated, sample, alsoReaches };
+  return { topic, subscription, count, alreadySent, uncertain, toSend, permanentFailures, warned, warnedItems, warnedSequenceNumbers, uncertainItems: await uncertainEvidence(docs, uncertainFound), truncated, sample, alsoReaches };
 }
 
 /**
@@ -602,6 +610,24 @@ async function runReplay(
     await completeSent(m, taken);
   };
 
+  /**
+   * A warned dead letter under a `markDelivered` decision: removed without sending when, and only when, the journal
+   * holds it `sending` (uncertain). False leaves it to be skipped as any warned one: it has no claim (the request
+   * would send it - replayOne would claim it), or a state the decision does not apply to, or the journal did not answer.
+   */
+  const markDeliveredWarned = async (m: ServiceBusReceivedMessage, v: DeadLetterView): Promise<boolean> => {
+    let entry: JournalEntry | null;
+    try {
+      entry = await journal.get({ topic, subscription, sequenceNumber: v.sequenceNumber, messageId: v.messageId });
+    } catch (err) {
+      op.error = `replay journal unavailable, decision not applied: ${errorText(err, 'store error')}`;
+      return false;
+    }
+    if (!entry || entry.record.state !== 'sending') return false;
+    await decide(m, v, entry, 'markDelivered');
+    return true;
+  };
+
   const replayOne = async (m: ServiceBusReceivedMessage, v: DeadLetterView): Promise<'ok' | 'failed'> => {
     const key: DeadLetterKey = { topic, subscription, sequenceNumber: v.sequenceNumber, messageId: v.messageId };
     let entry: JournalEntry | null;
@@ -687,6 +713,12 @@ async function runReplay(
           continue;
         }
         if (v.replayWarning && selection.includeWarned !== true) {
+          // An operator's "remove as delivered" on an uncertain one sends nothing, so the warning (about a send) does
+          // not hold it back; anything else about it would send, and it is left.
+          if (decision === 'markDelivered' && (await markDeliveredWarned(m, v))) {
+            await save(false);
+            continue;
+          }
           // Replayed unchanged it is refused again (or runs a handler it should not): left in the queue, reported.
           held.push(m);
           op.skipped = (op.skipped ?? 0) + 1;

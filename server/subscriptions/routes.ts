@@ -28,6 +28,7 @@ import {
   type ReplayPreview,
   type StartedReplay,
   type UncertainEvidence,
+  type WarnedDeadLetter,
 } from './replay.ts';
 import { ReplayJournal, verdictOf, type JournalRecord, type JournalVerdict } from './replayJournal.ts';
 
@@ -205,7 +206,8 @@ export async function startReplay(
 async function refuseWarned(ctx: ConsoleContext, p: z.output<typeof subscriptionParams>, sel: z.output<typeof replaySelection>): Promise<void> {
   if (sel.includeWarned === true || !sel.sequenceNumbers || sel.sequenceNumbers.length === 0) return;
   const listed = sel.sequenceNumbers;
-  const warned = await onSubscription(p, () => warnedAmong(ctx.serviceBus.client, p.topic, p.subscription, listed));
+  let warned = await onSubscription(p, () => warnedAmong(ctx.serviceBus.client, p.topic, p.subscription, listed));
+  if (warned.length > 0 && sel.uncertain === 'markDelivered') warned = await notUncertain(ctx, p, warned);
   if (warned.length === 0) return;
   const named = warned
     .slice(0, 5)
@@ -215,6 +217,17 @@ async function refuseWarned(ctx: ConsoleContext, p: z.output<typeof subscription
     `${warned.length} of the listed dead letters ${warned.length === 1 ? 'is' : 'are'} not replayed, replaying ${warned.length === 1 ? 'it' : 'them'} unchanged is futile: ${named}${warned.length > 5 ? '; …' : ''}. Nothing was replayed; leave ${warned.length === 1 ? 'it' : 'them'} out, or send includeWarned: true to replay anyway`,
     'replay-warned',
   );
+}
+
+/**
+ * The warned dead letters a `markDelivered` decision would still send: those the journal does not hold `sending`.
+ * Removing an uncertain one as delivered sends nothing, so its warning (a send refused again) does not apply - the
+ * console's "Remove as delivered" was refused with a 409 on it before. One with no claim is replayed as usual by such
+ * a request (claimed and sent), so its warning stands; the run checks the journal again (runReplay).
+ */
+async function notUncertain(ctx: ConsoleContext, p: z.output<typeof subscriptionParams>, warned: WarnedDeadLetter[]): Promise<WarnedDeadLetter[]> {
+  const found = await journalOf(ctx).getMany(warned.map((w) => ({ topic: p.topic, subscription: p.subscription, sequenceNumber: w.sequenceNumber, messageId: w.messageId })));
+  return warned.filter((w) => found.get(w.sequenceNumber)?.record.state !== 'sending');
 }
 
 /**
