@@ -73,6 +73,7 @@ import {
   anyCounterDocSchema,
   auditWriteSchema,
   counterDocSchema,
+  countStampSchema,
   describeIssues,
   endpointIdSchema,
   eventRowRefSchema,
@@ -88,6 +89,7 @@ import {
   type AuditWrite,
   type CounterBucket,
   type CounterDoc,
+  type CountStamp,
   type HeartbeatRecord,
   type HeartbeatSettings,
   type HeartbeatWrite,
@@ -209,6 +211,20 @@ function addDelta(deltas: Map<string, Map<CounterBucket, number>>, endpointId: s
   if (!d) deltas.set(endpointId, (d = new Map()));
   d.set(to, (d.get(to) ?? 0) + 1);
   if (from !== null) d.set(from, (d.get(from) ?? 0) - 1);
+}
+
+/**
+ * The stamps of a stored row that does not parse as a status row, each kept if it reads on its own (as
+ * countsAsFlushed and a recovery take them: whole stamps only); undefined when there are none.
+ */
+function readableStamps(raw: unknown): CountStamp[] | undefined {
+  const counted = (raw as { counted?: unknown }).counted;
+  if (!Array.isArray(counted)) return undefined;
+  const stamps = counted.flatMap((st) => {
+    const parsed = countStampSchema.safeParse(st);
+    return parsed.success ? [parsed.data] : [];
+  });
+  return stamps.length > 0 ? stamps : undefined;
 }
 
 /** Whether a row read back is the version a write built (updatedAt is that write's own clock reading). */
@@ -1107,6 +1123,8 @@ export class MessageStore {
       let exists: boolean;
       let existing: StatusRow | null = null;
       let unreadable = false;
+      // An unreadable row's stamps that still read: another writer's pending deltas, carried like a readable row's.
+      let rawStamps: CountStamp[] | undefined;
       let etag: string | undefined;
       let optimistic = false;
       // A write of this row in doubt is settled from a fresh read, never from an assumed version.
@@ -1132,7 +1150,10 @@ export class MessageStore {
         if (exists) {
           const parsed = statusRowSchema.safeParse(raw);
           if (parsed.success) existing = parsed.data;
-          else unreadable = true;
+          else {
+            unreadable = true;
+            rawStamps = readableStamps(raw);
+          }
         }
         if (doubt && !(await this.#settleDoubt(cacheKey, doubt, existing))) landedUncounted = true;
       }
@@ -1192,11 +1213,14 @@ export class MessageStore {
       // Buckets of the version this write replaces and of the new one.
       const previous = existing ? bucketOf(existing.status, existing.subStatus) : null;
       const next = bucketOf(final.status, final.subStatus);
+      // Over an unreadable row, its stamps that still read: dropping them, the recount below would not take off a
+      // buffering writer's window not yet flushed, and that writer's flush would then add it over the recount.
+      const carried = existing ? existing.counted : rawStamps;
       if (ticket) {
-        const stamps = nextStamps(existing?.counted, this.#counterBuffer!.owner, ticket.seq, previous, next, this.#counterBuffer!.knownFlushed(first.endpointId));
+        const stamps = nextStamps(carried, this.#counterBuffer!.owner, ticket.seq, previous, next, this.#counterBuffer!.knownFlushed(first.endpointId));
         if (stamps) final.counted = stamps;
         else delete final.counted;
-      } else if (existing?.counted) final.counted = existing.counted; // another writer's, carried (see counters.ts)
+      } else if (carried) final.counted = carried; // another writer's, carried (see counters.ts)
       const writeNo = this.#markWrite(final, existing);
       try {
         const written = exists

@@ -132,3 +132,33 @@ test('when the counters document does not parse either, the write says counters 
   assert.equal(counterDocSchema.safeParse(after.resource).success, false, 'left as it was, for the operator\'s recount');
   assert.equal((await f.store.recountEndpoint(ep)).completed, 1);
 });
+
+// The unreadable row may carry a buffering writer's stamp whose window is not flushed yet: the stamps are read from
+// the raw row, not its parsed version, so the write over it carries them (as over a readable row) and the recount
+// takes that window off, which the writer's flush then adds. Before, the write dropped them: stored Pending 2 against
+// a recount's 1 after the flush, while the write answered `counters: 'recounted'`.
+for (const by of ['the console (immediate counters)', 'the buffering writer itself'] as const) {
+  test(`a write by ${by} over an unreadable row whose writer's stamp is not flushed yet: the counts equal a recount after the flush`, async () => {
+    const ep = uniq('unreadable-stamped');
+    const writer = await createStore({ endpoint: f.cosmos.endpoint, key: f.cosmos.key, database: f.database, now: steppingClock(), counterFlushMs: 60_000, counterOwner: uniq('writer') });
+    try {
+      const [a, b] = [randomUUID(), randomUUID()];
+      await writer.writeStatus(request(ep, b));
+      await writer.flushCounters();
+      await writer.writeStatus(request(ep, a)); // buffered: the row stamped with the writer's open window, null -> Pending
+      const { resource } = await events().item(statusRowId(a, 's-1'), [ep, a]).read<Record<string, unknown>>();
+      assert.ok(Array.isArray(resource?.counted) && resource.counted.length === 1, 'the row carries the writer\'s stamp');
+      await breakRow(ep, a);
+
+      const r = await (by === 'the buffering writer itself' ? writer : f.store).writeStatus(response(ep, a));
+      assert.equal(r.outcome === 'written' && r.counters, 'recounted');
+      await writer.flushCounters();
+      const { stored, recounted } = await storedAndRecounted(ep);
+      assert.deepEqual(stored, recounted);
+      assert.equal(recounted.Pending, 1);
+      assert.equal(recounted.Completed, 1);
+    } finally {
+      await writer.close();
+    }
+  });
+}
