@@ -1,7 +1,8 @@
 // Containers opened on first use, through the real routes that first open them, on the embedded stack with the
 // console's store behind the fault proxy: a store that does not answer, or Cosmos refusing to create the container
-// (403, as it refuses an identity with Entra data-plane roles only), is a JSON 503 - naming the container for the
-// 403 - not a 500 "internal error"; and a failed open is not remembered. The role grants (Admin → Access: GET and
+// (403, as it refuses an identity with Entra data-plane roles only), or refusing even to read it (403: a firewall,
+// key sign-in turned off, no data-plane role), is a JSON 503 - naming the container and which of the two it is - not a
+// 500 "internal error", logged once until the container opens; and a failed open is not remembered. The role grants (Admin → Access: GET and
 // POST /api/admin/grants; with sign-in on, every signed-in request reads them: authorize.ts rolesOf) and the replay
 // journal (the replay preview reads its open records whatever the queue holds). Each container has its own slot
 // (lib/store/containers.ts), so one process meets each first open in turn.
@@ -107,6 +108,61 @@ for (const c of cases) {
       assert.equal(errors.length, 1, `one error logged naming the container: ${JSON.stringify(records)}`);
     });
 
+    test('its read refused (403: firewall, key sign-in off, no data-plane role): 503 saying access is refused, not missing; logged once', async () => {
+      const { answers, errors } = await logged(async () => {
+        // Only the container's read (GET .../colls/<id>): the store's own containers are open already.
+        proxy.inject({ status: 403, match: (r) => r.method === 'GET' && r.path.endsWith(`/colls/${c.container}`) });
+        try {
+          const answers: Answer[] = [];
+          for (const call of c.calls) answers.push(await call());
+          return answers;
+        } finally {
+          proxy.clear();
+        }
+      });
+      for (const [i, a] of answers.entries()) {
+        assert.deepEqual([a.status, a.body.error], [503, 'not configured'], `call ${i + 1}: ${JSON.stringify(a.body)}`);
+        assert.match(a.body.detail ?? '', new RegExp(`container ${c.container} .*refused`));
+        assert.doesNotMatch(a.body.detail ?? '', /missing/);
+      }
+      assert.equal(errors(c.container).length, 1, 'one error logged naming the container');
+    });
+
     test('a failed open is not remembered: once the store answers, it is opened and used', c.works);
+
+    // Once a container opened, a later loss of it is news: logged again, once. Before, the set of containers logged
+    // was never cleared, so a container deleted after it had been missing once was answered 503 without a line.
+    test('deleted after it opened: 503 missing again, and logged again', async () => {
+      const { closeContext } = await import('./context.ts');
+      await closeContext(); // a fresh context: the module opens its container again, as a restarted console would
+      await stack.store.database.container(c.container).delete();
+      const { answers, errors } = await logged(async () => {
+        proxy.inject({ status: 403, match: (r) => r.method === 'POST' && /\/colls$/.test(r.path) });
+        try {
+          return [await c.calls[0]!()];
+        } finally {
+          proxy.clear();
+        }
+      });
+      assert.equal(answers[0]!.status, 503, JSON.stringify(answers[0]!.body));
+      assert.match(answers[0]!.body.detail ?? '', new RegExp(`container ${c.container} is missing`));
+      assert.equal(errors(c.container).length, 1, 'logged again');
+      await c.works();
+    });
   });
+}
+
+/** Runs `calls` with the console's log captured (warnings and errors); `errors` are the error records naming a container. */
+async function logged(calls: () => Promise<Answer[]>) {
+  const records: Array<Record<string, unknown>> = [];
+  const level = log.level;
+  setConsoleLogSink((record) => records.push(JSON.parse(record) as Record<string, unknown>));
+  log.level = 'warn';
+  try {
+    const answers = await calls();
+    return { answers, errors: (container: string) => records.filter((r) => r.level === 50 && r.container === container) };
+  } finally {
+    log.level = level;
+    setConsoleLogSink(undefined);
+  }
 }

@@ -83,8 +83,10 @@ test('every store error from another copy of lib/store is answered as its own cl
   for (const [name, err] of storeErrorSamples(copy)) {
     const ownErr = own.get(name)!;
     assert.deepEqual(describeError(err), describeError(ownErr), name);
-    // A container Cosmos refused to create is a 503 "not configured" (an incomplete deployment), though not transient.
-    const expected = name === 'StoreInputError' ? 400 : name === 'ContainerMissingError' || ownErr.transient ? 503 : 500;
+    // A container Cosmos refused to create, or refused this identity to read, is a 503 "not configured" (an incomplete
+    // deployment), though not transient.
+    const notConfigured = name === 'ContainerMissingError' || name === 'ContainerAccessDeniedError';
+    const expected = name === 'StoreInputError' ? 400 : notConfigured || ownErr.transient ? 503 : 500;
     assert.equal(describeError(err).status, expected, `${name} (transient: ${ownErr.transient})`);
   }
   assert.deepEqual(describeError(storeErrorSamples(copy).get('StoreThrottledError')), {

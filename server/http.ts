@@ -3,7 +3,8 @@
 // than its status). Handlers stay "parse, authorize, call server/".
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { z } from 'zod';
-import { StoreInputError, StoreThrottledError, describeIssues, isStoreError, isStoreErrorNamed, type ContainerMissingError } from '../lib/store/index.ts';
+import { StoreInputError, StoreThrottledError, describeIssues, isStoreError, isStoreErrorNamed, type ContainerAccessDeniedError, type ContainerMissingError } from '../lib/store/index.ts';
+import { reportOnce } from '../lib/store/containers.ts';
 import { ConfigError } from './config.ts';
 import { log } from './log.ts';
 import { MAX_BODY_BYTES } from './auth/hardening.ts';
@@ -59,10 +60,11 @@ export function describeError(err: unknown): { status: number; error: string; de
     if (typeof retryAfterMs === 'number') headers['retry-after'] = String(Math.ceil(retryAfterMs / 1000));
     return { status: 503, error: 'busy', detail: 'the store is throttling; try again shortly', headers };
   }
-  // A container opened on first use that Cosmos refused to create (lib/store/containers.ts): the deployment is not
-  // complete, and the answer names what to create. Not transient, but no bug of ours either: never a 500.
-  if (isStoreErrorNamed(err, 'ContainerMissingError')) {
-    logContainerMissing(err);
+  // A container opened on first use that Cosmos refused to create, or refused this identity even to read
+  // (lib/store/containers.ts): the deployment is not complete, and the answer names the container and which of the
+  // two it is (what to create, or the access to grant). Not transient, but no bug of ours either: never a 500.
+  if (isStoreErrorNamed(err, 'ContainerMissingError') || isStoreErrorNamed(err, 'ContainerAccessDeniedError')) {
+    logContainerFailure(err);
     return { status: 503, error: 'not configured', detail: err.message };
   }
   // Any store error, of any copy of lib/store and any subclass (isStoreError: no list of names to keep): a transient
@@ -72,21 +74,19 @@ export function describeError(err: unknown): { status: number; error: string; de
   return { status: 500, error: 'internal error', detail: 'the server could not complete the request', internal: true };
 }
 
-// The containers already logged as missing, one set per process (Next.js bundles this module into each route chunk).
-const missingLogged = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.missingContainers')] ??= new Set<string>()) as Set<string>;
-
 /**
- * Logs a missing container as an error once per process: every request that needs it meets it until it is created,
- * and one line says so. Here, where every answer to a caller is made (routes, MCP tools, bulk jobs), rather than in
- * each module that opens a container.
+ * Logs a container that cannot be opened - missing and not creatable by the console, or refused to it altogether -
+ * as an error once per process until it opens (lib/store/containers.ts reportOnce): every request that needs it meets
+ * it until it is fixed, and one line says so. Here, where every answer to a caller is made (routes, MCP tools, bulk
+ * jobs), rather than in each module that opens a container.
  */
-function logContainerMissing(err: ContainerMissingError): void {
-  const key = `${err.database}/${err.container}`;
-  if (missingLogged.has(key)) return;
-  missingLogged.add(key);
+function logContainerFailure(err: ContainerMissingError | ContainerAccessDeniedError): void {
+  if (!reportOnce(err)) return;
   log.error(
     { container: err.container, database: err.database },
-    `the Cosmos container ${err.container} is missing and the console may not create it (403): every request that needs it is answered 503 until it is created (docs/deploy.md)`,
+    err.name === 'ContainerAccessDeniedError'
+      ? `Cosmos refuses the console's identity access to the container ${err.container} (403 on reading it): every request that needs it is answered 503 until the account's firewall, the identity's data-plane role or its key sign-in setting lets it in (docs/deploy.md)`
+      : `the Cosmos container ${err.container} is missing and the console may not create it (403): every request that needs it is answered 503 until it is created (docs/deploy.md)`,
   );
 }
 

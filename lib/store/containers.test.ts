@@ -1,6 +1,7 @@
 // openContainer on the embedded Cosmos server (real @azure/cosmos clients, faults injected at the wire): a
 // container another process creates at the same moment is opened, a failed open is retried on the next call rather
-// than remembered, and it fails with the store's typed errors (a 403 on the creation names the container).
+// than remembered, and it fails with the store's typed errors (a 403 on the creation names the container as missing,
+// a 403 on the read as refused to this identity).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Database } from '@azure/cosmos';
@@ -91,6 +92,31 @@ test('Cosmos refusing to create the container (403): a ContainerMissingError nam
     proxy.clear();
   }
   assert.equal((await openContainer(slot, d, 'refused', '/k')).id, 'refused', 'opened once it may be created');
+});
+
+// A 403 on *reading* a container is the account refusing this identity altogether (its firewall, key sign-in turned
+// off with disableLocalAuth, an identity without a data-plane role): the container may well exist, and creating it is
+// not the fix. Before, any 403 of the open was a ContainerMissingError, sending the operator to create a container
+// that is there.
+test('an existing container whose read is refused (403: firewall, key sign-in off, no role): access denied naming it, not missing', async () => {
+  await (await databaseVia(cosmos.endpoint)).containers.createIfNotExists({ id: 'guarded', partitionKey: { paths: ['/k'], version: 2 } });
+  const d = await databaseVia(proxy.endpoint);
+  const slot: ContainerSlot = {};
+  proxy.inject({ status: 403 }); // every request refused, as such an account refuses them
+  try {
+    for (const attempt of [1, 2]) {
+      await assert.rejects(openContainer(slot, d, 'guarded', '/k'), (err: unknown) => {
+        assert.ok(isStoreErrorNamed(err, 'ContainerAccessDeniedError'), `attempt ${attempt}: ${String(err)}`);
+        assert.deepEqual([err.container, err.database, err.transient], ['guarded', 'containers', false]);
+        assert.match(err.message, /container guarded .*refused/);
+        assert.doesNotMatch(err.message, /missing/);
+        return true;
+      });
+    }
+  } finally {
+    proxy.clear();
+  }
+  assert.equal((await openContainer(slot, d, 'guarded', '/k')).id, 'guarded', 'opened once access is allowed');
 });
 
 // failureGroups has its own open (one per database, kept in a WeakMap) but the same creation: GET /api/failure-groups

@@ -44,6 +44,7 @@ interface StoreErrorsByName {
   CounterRecoveryIncompleteError: CounterRecoveryIncompleteError;
   CountsRecoveredError: CountsRecoveredError;
   ContainerMissingError: ContainerMissingError;
+  ContainerAccessDeniedError: ContainerAccessDeniedError;
 }
 
 /**
@@ -159,6 +160,27 @@ export class ContainerMissingError extends StoreError {
       false,
     );
     this.name = 'ContainerMissingError';
+    this.database = database;
+    this.container = container;
+  }
+}
+
+/**
+ * Cosmos refused (403) to let this identity even read a container a part opens on first use: not a missing container
+ * (data-plane roles may read a container's definition) but the account refusing access - its firewall, key sign-in
+ * turned off (disableLocalAuth) while a key is configured, or an identity without a data-plane role assignment.
+ * Creating the container would not help, so it is told apart from ContainerMissingError, which sends the operator
+ * there. Not transient; answered 503 "not configured" naming the container (server/http.ts describeError).
+ */
+export class ContainerAccessDeniedError extends StoreError {
+  readonly container: string;
+  readonly database: string;
+  constructor(database: string, container: string) {
+    super(
+      `the Cosmos container ${container} could not be read: Cosmos refused this identity access (403); check the account's firewall, the identity's data-plane role assignment, or whether key sign-in is disabled while a key is configured (docs/deploy.md)`,
+      false,
+    );
+    this.name = 'ContainerAccessDeniedError';
     this.database = database;
     this.container = container;
   }

@@ -128,8 +128,8 @@ export class PublishRecords {
 
   #c(): Promise<Container> {
     // Created on first use, with the default TTL that makes Cosmos remove expired records. A failed open is the
-    // store's typed error (503), a 403 a ContainerMissingError (503 naming the container), tried again on the next
-    // publish (lib/store/containers.ts).
+    // store's typed error (503), a 403 a ContainerMissingError or ContainerAccessDeniedError (503 naming the
+    // container), tried again on the next publish (lib/store/containers.ts).
     return openContainer(this.#slot, this.#database, PUBLISH_RECORDS_CONTAINER, '/endpointId', { defaultTtl: Math.ceil(PUBLISH_RECORD_TTL_MS / 1000) });
   }
 

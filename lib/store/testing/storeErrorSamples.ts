@@ -18,6 +18,7 @@ export function storeErrorSamples(m: ErrorsModule): Map<string, StoreErrors.Stor
     ['CounterRecoveryIncompleteError', new m.CounterRecoveryIncompleteError('owner-1', 2, ['billing'], 'timed out')],
     ['CountsRecoveredError', new m.CountsRecoveredError('billing')],
     ['ContainerMissingError', new m.ContainerMissingError('nimbus', 'agentPublishes')],
+    ['ContainerAccessDeniedError', new m.ContainerAccessDeniedError('nimbus', 'agentPublishes')],
   ]);
   // Export names, not class names: a minified copy's classes are called `n`, `t`, ...
   for (const [exported, value] of Object.entries(m)) {
