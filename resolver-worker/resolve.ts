@@ -121,7 +121,8 @@ export function truncateDescription(text: string, max = 4096): string {
 export type StoreFailure =
   | { kind: 'throttled'; retryAfterMs: number | undefined }
   | { kind: 'transient' }
-  | { kind: 'denied'; status: number }
+  /** `detail`: what was denied, when the store says (a container it may not create or read). */
+  | { kind: 'denied'; status: number; detail?: string }
   | { kind: 'refused' }
   /** The store is closing (a stop): nothing was written that a redelivery would not write again. */
   | { kind: 'closed' }
@@ -130,24 +131,31 @@ export type StoreFailure =
 /**
  * Classifies a failure of a store call. Authentication and permission answers (401/403) are neither transient nor
  * the message's fault: a wrong key fails every message alike, so they stop the worker ('halt') instead of spending
- * budgets and ending as dead letters.
+ * budgets and ending as dead letters. So does a container opened on first use (leases, metrics, failure groups) that
+ * Cosmos refused to create or to let this identity read (lib/store/containers.ts): the store turns that 403 into a
+ * typed error naming the container, which was classified 'refused' and dead-lettered every message as
+ * InvalidMessage until someone fixed the deployment.
  */
 export function classifyStoreFailure(err: unknown): StoreFailure {
   // By mark and name, not `instanceof`: the error may come from another copy of lib/store (isStoreError).
   if (isStoreErrorNamed(err, 'StoreClosedError')) return { kind: 'closed' };
   if (isStoreErrorNamed(err, 'StoreThrottledError')) return { kind: 'throttled', retryAfterMs: err.retryAfterMs };
+  if (isStoreErrorNamed(err, 'ContainerMissingError') || isStoreErrorNamed(err, 'ContainerAccessDeniedError'))
+    return { kind: 'denied', status: 403, detail: err.message };
   if (isStoreError(err)) return err.transient ? { kind: 'transient' } : { kind: 'refused' };
   const code = cosmosStatus(err);
   if (code === 401 || code === 403) return { kind: 'denied', status: code };
   return { kind: 'bug' };
 }
 
-/** The halt for a denied store call: what the log and /api/ready say. */
-function halt(status: number): Extract<Settlement, { kind: 'halt' }> {
+/** The halt for a denied store call: what the log and /api/ready say (the store's own words when it gave any). */
+function halt({ status, detail }: Extract<StoreFailure, { kind: 'denied' }>): Extract<Settlement, { kind: 'halt' }> {
   return {
     kind: 'halt',
     reason:
-      status === 401
+      detail !== undefined
+        ? `the store denied the Resolver a container: ${detail}`
+        : status === 401
         ? 'the store refused the Resolver\'s credentials (401): check NIMBUS_COSMOS_KEY'
         : 'the store denied the Resolver permission (403): check the key or the identity\'s data-plane role on the database',
   };
@@ -657,7 +665,7 @@ function onStoreFailure(
       return { kind: 'leave' };
     case 'denied':
       ctx.log.error({ ...where, status: failure.status }, 'Resolver: store access denied; the message is left for later');
-      return halt(failure.status);
+      return halt(failure);
     case 'refused':
       // The store refuses this input (an id it cannot key, a type it cannot classify): retrying cannot help.
       ctx.log.warn({ ...where, err: errorText(err) }, 'Resolver: message refused by the store; dead-lettering');
@@ -747,7 +755,7 @@ async function retryInPlace(
       return { kind: 'complete', result };
     } catch (err) {
       const failure = classifyStoreFailure(err);
-      if (failure.kind === 'denied') return halt(failure.status);
+      if (failure.kind === 'denied') return halt(failure);
       if (failure.kind === 'closed') return { kind: 'leave' };
       if (failure.kind === 'refused' || failure.kind === 'bug') {
         // Bad heartbeat data (an endpoint id the store cannot key…) is logged and dropped, never dead-lettered.
