@@ -914,10 +914,12 @@ describe('Manager commands', () => {
     );
     const lateFailure = run(cmd('HandoffFailedRequest', { HandedOffByMessageId: 'm1' }), pending, undefined);
     assert.deepEqual(shape(lateFailure.effects), refused, 'a late failure would record Failed over job 2');
-    // The handoff the session waits for, named: released (a failure: answered, the block stays).
+    // The handoff the session waits for, named: released (a failure: answered, the block stays, marked failed).
     assert.deepEqual(shape(completion({ HandedOffByMessageId: 'resubmit-1' }).effects), released);
     const failure = run(cmd('HandoffFailedRequest', { HandedOffByMessageId: 'resubmit-1' }), pending, undefined);
-    assert.deepEqual(shape(failure.effects), ['send ErrorResponse->Resolver', 'complete']);
+    assert.deepEqual(shape(failure.effects), ['state {"b":"e1","n":1,"c":0,"r":0}', 'send ErrorResponse->Resolver', 'complete']);
+    const marked = failure.effects.find((e) => e.kind === 'setState');
+    assert.deepEqual(marked?.kind === 'setState' && marked.state.FailedHandoffs, [{ EventId: 'e1', MessageId: 'resubmit-1' }]);
     // ParentMessageId is the row version a Manager command answers, not the handoff: it decides nothing.
     assert.deepEqual(shape(completion({ ParentMessageId: 'notice-7', HandedOffByMessageId: 'resubmit-1' }).effects), released);
     // Named nothing (an older sender): the EventId decides, as before.

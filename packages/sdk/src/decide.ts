@@ -4,11 +4,14 @@
 import {
   addPendingHandoff,
   blockedByReason,
+  clearHandoffFailed,
   HEARTBEAT_EVENT_TYPE_ID,
   isBlocked,
   isDraining,
+  isFailedHandoff,
   isHeartbeatEventType,
   isReleasedBlock,
+  markHandoffFailed,
   MAX_PENDING_HANDOFFS,
   MessageType,
   parseEventPayload,
@@ -480,7 +483,9 @@ function afterResubmission(
         // Blocked by another event: that block stays, and the handoff is recorded beside it (PendingHandoffs), so
         // that its completion or failure can still be answered; otherwise the handoff parks the session on this event.
         const next =
-          !isBlocked(state) || mine ? block(state, m) : addPendingHandoff(state, eventKey(m), m.messageId);
+          !isBlocked(state) || mine
+            ? block(state, m)
+            : clearHandoffFailed(addPendingHandoff(state, eventKey(m), m.messageId), eventKey(m), m.messageId);
         return {
           effects: [send(handoffResponse(m, env, outcome.handoff)), setState(next), { kind: 'complete' }],
           signal: 'completed',
@@ -672,23 +677,34 @@ function decideHandoffFailed(m: InboundMessage, state: SessionState, env: Decisi
       },
     }),
   );
+  // The failed handoff stays recorded, marked failed (FailedHandoffs) so that a replay of the resubmission that made
+  // it runs again instead of being taken for a copy (handedOffByThis). Written before the answer: a redelivery after
+  // the write finds the mark and writes nothing.
+  const marked = markFailedHandoff(state, m);
+  const effects: Effect[] = [...(marked !== state ? [setState(marked)] : []), error, { kind: 'complete' }];
   // Answered even when the event does not block the session (the block was lost, or the handoff was settled
   // another way): the Manager claimed the row Pending before sending, and only an answer moves it on. Failed with
-  // the external system's text is true and actionable (resubmit or skip); the session state is not touched. That
-  // includes a handoff pending beside another event's block (PendingHandoffs): like a blocking handoff's block, its
-  // entry stays until the operator resubmits or skips the event.
+  // the external system's text is true and actionable (resubmit or skip). That includes a handoff pending beside
+  // another event's block (PendingHandoffs): like a blocking handoff's block, its entry stays until the operator
+  // resubmits or skips the event.
   if (!blockedByThis(state, m))
     return {
-      effects: [error, { kind: 'complete' }],
+      effects,
       signal: 'completed',
-      note: 'handoff failure for an event that does not block the session: recorded Failed, session unchanged',
+      note: 'handoff failure for an event that does not block the session: recorded Failed, block unchanged',
     };
   // The session stays blocked: the operator resubmits or skips.
-  return {
-    effects: [error, { kind: 'complete' }],
-    signal: 'completed',
-    note: 'handoff failed: session stays blocked',
-  };
+  return { effects, signal: 'completed', note: 'handoff failed: session stays blocked' };
+}
+
+/** The state with the handoff this failure settles marked failed: the block's delivery, or the entry beside it. */
+function markFailedHandoff(state: SessionState, m: InboundMessage): SessionState {
+  const by = blockedByThis(state, m)
+    ? state.BlockedByMessageId
+    : namesHandoffBesideBlock(state, m)
+      ? pendingHandoffOf(state, eventKey(m))?.MessageId
+      : undefined;
+  return by ? markHandoffFailed(state, eventKey(m), by) : state;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -1033,19 +1049,25 @@ function blockedByThis(state: SessionState, m: InboundMessage): boolean {
 
 /**
  * Whether this resubmission is a copy of a delivery that handed its event off: its MessageId is the one the block
- * recorded (a resubmission blocks the session only by handing off: a failed one does not block again), the one of its
- * event's handoff pending beside another event's block, or one of the event's blocks that are over (ReleasedBlocks: the
- * handoff settled or replaced since; a resubmission's MessageId, derived from its type, names no other delivery). A
- * copy comes with the same MessageId: a redelivery after the state write (the completion refused, the lock lost, a
- * crash), a Manager repeat (which derives the same id) or a console dead-letter replay (which keeps it). The inbox
- * cannot tell: it records successes only.
+ * recorded (a resubmission blocks the session only by handing off: a failed one does not block again) or the one of
+ * its event's handoff pending beside another event's block, and that handoff's failure was not answered since; or it
+ * is one of the event's blocks that are over (ReleasedBlocks: the handoff settled or replaced since; a resubmission's
+ * MessageId, derived from its type, names no other delivery). A copy comes with the same MessageId: a redelivery after
+ * the state write (the completion refused, the lock lost, a crash), a Manager repeat (which derives the same id) or a
+ * console dead-letter replay (which keeps it). The inbox cannot tell: it records successes only.
+ *
+ * Once the handoff failed (FailedHandoffs), its record stays (the block, or the entry beside it) but the row is
+ * Failed: a delivery of that resubmission now is an operator's replay of it (the console's dead-letter replay keeps
+ * the MessageId: the resubmission was dead-lettered after its state write), and runs the handler as a resubmission.
+ * Completed as a copy, as once, it did nothing: no answer, the session still blocked, the row still Failed.
  */
 function handedOffByThis(state: SessionState, m: InboundMessage): boolean {
   if (m.messageId === '') return false;
   const pending = blockedByThis(state, m)
     ? state.BlockedByMessageId
     : pendingHandoffOf(state, eventKey(m))?.MessageId;
-  return pending === m.messageId || isReleasedBlock(state, eventKey(m), m.messageId);
+  if (pending === m.messageId) return !isFailedHandoff(state, eventKey(m), m.messageId);
+  return isReleasedBlock(state, eventKey(m), m.messageId);
 }
 
 /**
@@ -1156,7 +1178,8 @@ function earlierHandoffRefusal(m: InboundMessage, state: SessionState): string {
  */
 export function block(state: SessionState, m: InboundMessage): SessionState {
   const replaced = state.BlockedByMessageId !== m.messageId ? rememberReleasedBlock(state) : state;
-  const superseded = settlePendingHandoff(replaced, eventKey(m));
+  // A delivery whose handoff failed that blocks again (an operator's replay of it handed off once more) is pending.
+  const superseded = clearHandoffFailed(settlePendingHandoff(replaced, eventKey(m)), eventKey(m), m.messageId);
   return { ...superseded, BlockedByEventId: eventKey(m), BlockedByMessageId: m.messageId || null };
 }
 

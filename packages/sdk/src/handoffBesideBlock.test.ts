@@ -180,11 +180,13 @@ describe('a handoff made by a resubmission while another event blocks the sessio
     assert.deepEqual([after.NextDeferralSequence, after.NextReplaySequence], [2, 0]);
   });
 
-  test('its failure is answered Failed without touching the session state; the entry stays until a resubmit or skip', () => {
+  test('its failure is answered Failed and marks the entry failed; the entry stays until a resubmit or skip', () => {
     const pending = handedOffBesideBlock();
     const failed = run(failure('e0', 'fail-1', 'resub-1'), pending);
-    // As a failed blocking handoff keeps its block: Failed is recorded, the operator resubmits or skips.
-    assert.deepEqual(shape(failed.effects), ['send ErrorResponse', 'complete']);
+    // As a failed blocking handoff keeps its block: Failed is recorded, the operator resubmits or skips. The entry
+    // is marked failed (FailedHandoffs: see "a replay of the resubmission whose handoff then failed").
+    assert.deepEqual(shape(failed.effects), ['state blocked=e2', 'send ErrorResponse', 'complete']);
+    assert.deepEqual(written(failed, pending).PendingHandoffs, pending.PendingHandoffs);
     const [answer] = answers(failed);
     assert.equal(answer!.props.DeadLetterReason, undefined);
     assert.equal(JSON.parse(answer!.body).ErrorContent.ErrorText, 'DMF job 7 rejected');
@@ -555,5 +557,62 @@ describe('a late copy of the resubmission that handed off', () => {
     const late = route(resubmission('e0', 'resub-1'), settled, env());
     assert.ok(late.kind === 'settle', 'the handler would run again');
     assert.deepEqual(shape(late.settlement.effects), ['complete']);
+  });
+});
+
+describe('a replay of the resubmission whose handoff then failed', () => {
+  // Resubmission R hands off on its last delivery: its state write lands, its completion does not, and the broker
+  // dead-letters it. The agent reports the job failed: answered, the row is Failed, and R stays recorded (the block,
+  // or the entry beside it). The operator replays R from Topology → Subscriptions, which keeps its MessageId. Before,
+  // the replay was taken for a copy of a pending handoff: completed without the handler and without an answer, the
+  // session still blocked, the row still Failed, and nothing told the operator.
+  test('blocking the session: the replay runs the handler; handing off again, it is pending again', () => {
+    const failedE2 = { ...emptySessionState(), BlockedByEventId: 'e2', BlockedByMessageId: 'm-e2' };
+    const pending = written(run(resubmission('e2', 'resub-e2'), failedE2, handoff), failedE2);
+    const failed = run(failure('e2', 'cmd-f', 'resub-e2'), pending);
+    assert.deepEqual(shape(failed.effects), ['state blocked=e2', 'send ErrorResponse', 'complete']);
+    const after = written(failed, pending);
+    assert.deepEqual([after.BlockedByEventId, after.BlockedByMessageId], ['e2', 'resub-e2']);
+    assert.deepEqual(after.FailedHandoffs, [{ EventId: 'e2', MessageId: 'resub-e2' }]);
+    // A redelivery of the failure writes nothing more.
+    assert.deepEqual(shape(run(failure('e2', 'cmd-f', 'resub-e2'), after).effects), ['send ErrorResponse', 'complete']);
+
+    const replay = route(resubmission('e2', 'resub-e2'), after, env());
+    assert.equal(replay.kind, 'invoke', 'the replay was completed as a copy, no handler run and no answer');
+    // It hands off again: the block is its own again, no longer marked failed, so a copy of it is a copy again.
+    const again = run(resubmission('e2', 'resub-e2'), after, handoff);
+    assert.deepEqual(shape(again.effects), ['send PendingHandoffResponse', 'state blocked=e2', 'complete']);
+    const repending = written(again, after);
+    assert.deepEqual(repending.FailedHandoffs, []);
+    assert.equal(route(resubmission('e2', 'resub-e2'), repending, env()).kind, 'settle');
+    // It succeeds instead: the session is released.
+    const ok = run(resubmission('e2', 'resub-e2'), after, { kind: 'success' });
+    assert.equal(written(ok, after).BlockedByEventId, null);
+  });
+
+  test('beside the block: the replay runs the handler; the failure leaves the entry, marked', () => {
+    const pending = handedOffBesideBlock();
+    const failed = run(failure('e0', 'cmd-f', 'resub-1'), pending);
+    assert.deepEqual(shape(failed.effects), ['state blocked=e2', 'send ErrorResponse', 'complete']);
+    const after = written(failed, pending);
+    assert.deepEqual(after.PendingHandoffs, [{ EventId: 'e0', MessageId: 'resub-1' }]);
+    assert.equal(route(resubmission('e0', 'resub-1'), after, env()).kind, 'invoke');
+    const again = written(run(resubmission('e0', 'resub-1'), after, handoff), after);
+    assert.deepEqual([again.PendingHandoffs, again.FailedHandoffs], [[{ EventId: 'e0', MessageId: 'resub-1' }], []]);
+    assert.equal(route(resubmission('e0', 'resub-1'), again, env()).kind, 'settle');
+  });
+
+  test('a failure naming no recorded handoff marks nothing; a mark whose handoff is over is dropped at the next', () => {
+    const failedE2 = { ...emptySessionState(), BlockedByEventId: 'e2', BlockedByMessageId: 'm-e2' };
+    // e9 neither blocks nor has a handoff beside the block: answered, no state written.
+    assert.deepEqual(shape(run(failure('e9', 'cmd-9'), failedE2).effects), ['send ErrorResponse', 'complete']);
+    // e0's handoff beside the block failed, then e0 was skipped (its entry over); e2's own failure drops e0's mark.
+    const besides = written(run(failure('e0', 'cmd-f', 'resub-1'), handedOffBesideBlock()), handedOffBesideBlock());
+    const skipped = written(run(command('SkipRequest', 'e0', 'skip-e0'), besides), besides);
+    assert.deepEqual(skipped.FailedHandoffs, [{ EventId: 'e0', MessageId: 'resub-1' }]);
+    // The replay of resub-1 after the skip is a copy of a block that is over (the row is closed: Skipped).
+    assert.equal(route(resubmission('e0', 'resub-1'), skipped, env()).kind, 'settle');
+    const e2failed = written(run(failure('e2', 'cmd-2'), skipped), skipped);
+    assert.deepEqual(e2failed.FailedHandoffs, [{ EventId: 'e2', MessageId: 'm-e2' }]);
   });
 });

@@ -110,6 +110,15 @@ export const sessionStateSchema = z.looseObject({
    */
   PendingHandoffs: deliveryList(),
   /**
+   * Handoffs whose failure was answered (HandoffFailedRequest) while still recorded - the block's delivery or a
+   * PendingHandoffs entry, which a failure leaves in place. The row is Failed then, so a delivery of that very
+   * resubmission (a console dead-letter replay keeps its MessageId) is an operator's new attempt and runs the handler,
+   * where a copy of a handoff still pending is completed without running it. Entries that no longer name a recorded
+   * handoff are dropped at the next failure; a new handoff by the same delivery removes its entry. Absent in state
+   * written before it existed: [] (such a replay is completed as a copy, as before).
+   */
+  FailedHandoffs: deliveryList(),
+  /**
    * The delivery that last parked a message on this session: its MessageId, the broker's SequenceNumber of that
    * delivery (a redelivery keeps it; a re-publish with the same MessageId gets a new one) and the DeferralSequence it
    * was parked with. A park writes this state after the parked copy went out, then completes the delivery; when the
@@ -138,6 +147,7 @@ export function emptySessionState(): SessionState {
     ReleasedBy: null,
     ReleasedBlocks: [],
     PendingHandoffs: [],
+    FailedHandoffs: [],
     ParkedBy: null,
   };
 }
@@ -208,6 +218,40 @@ export function settlePendingHandoff(state: SessionState, eventId: string): Sess
   return { ...released, PendingHandoffs: state.PendingHandoffs.filter((h) => h !== pending) };
 }
 
+/** Whether the handoff made by delivery `messageId` of event `eventId` is the block's or pending beside it. */
+function isRecordedHandoff(state: SessionState, eventId: string, messageId: string): boolean {
+  if (state.BlockedByEventId === eventId && state.BlockedByMessageId === messageId) return true;
+  return pendingHandoffOf(state, eventId)?.MessageId === messageId;
+}
+
+/**
+ * The state with the recorded handoff of delivery `messageId` of event `eventId` marked failed (FailedHandoffs).
+ * Entries that no longer name a recorded handoff are dropped, which bounds the list by the handoffs recorded. The
+ * same object when nothing changes.
+ */
+export function markHandoffFailed(state: SessionState, eventId: string, messageId: string): SessionState {
+  const kept = state.FailedHandoffs.filter(
+    (f) => isRecordedHandoff(state, f.EventId, f.MessageId) && (f.EventId !== eventId || f.MessageId !== messageId),
+  );
+  const next = isRecordedHandoff(state, eventId, messageId) ? [...kept, { EventId: eventId, MessageId: messageId }] : kept;
+  const same =
+    next.length === state.FailedHandoffs.length &&
+    next.every((f, i) => f.EventId === state.FailedHandoffs[i]?.EventId && f.MessageId === state.FailedHandoffs[i]?.MessageId);
+  return same ? state : { ...state, FailedHandoffs: next };
+}
+
+/** Whether the failure of the handoff made by delivery `messageId` of event `eventId` was answered (FailedHandoffs). */
+export function isFailedHandoff(state: SessionState, eventId: string, messageId: string): boolean {
+  return state.FailedHandoffs.some((f) => f.EventId === eventId && f.MessageId === messageId);
+}
+
+/** The state without a failure mark of delivery `messageId` of event `eventId`: it handed off again. */
+export function clearHandoffFailed(state: SessionState, eventId: string, messageId: string): SessionState {
+  if (!isFailedHandoff(state, eventId, messageId)) return state;
+  const FailedHandoffs = state.FailedHandoffs.filter((f) => f.EventId !== eventId || f.MessageId !== messageId);
+  return { ...state, FailedHandoffs };
+}
+
 /** Whether the delivery `messageId` of event `eventId` blocked this session once and no longer does. */
 export function isReleasedBlock(state: SessionState, eventId: string, messageId: string): boolean {
   return state.ReleasedBlocks.some((b) => b.EventId === eventId && b.MessageId === messageId);
@@ -247,6 +291,7 @@ export function isEmptySessionState(state: SessionState): boolean {
     state.ReleasedBy == null &&
     state.ReleasedBlocks.length === 0 &&
     state.PendingHandoffs.length === 0 &&
+    state.FailedHandoffs.length === 0 &&
     state.ParkedBy == null
   );
 }
