@@ -82,7 +82,7 @@ export async function publishAsAgent(
   checkPublish(ctx.catalog, endpointId, eventTypeId, payload);
   // The Manager topic's limit stands for the endpoint topics' (the provisioner sets no per-topic size, so they share the
   // namespace's default); a topic given less is still answered 413, by the broker's refusal (isSizeRefusal).
-  requireSendableSize("the event's payload", Buffer.byteLength(JSON.stringify(payload), 'utf8'), await ctx.brokerMessageBytes);
+  requireSendableSize("the event's payload", Buffer.byteLength(JSON.stringify(payload), 'utf8'), await ctx.brokerMessageSize.bytes());
   const publisher = publisherFor(ctx, endpointId);
   let prepared;
   try {
