@@ -8,7 +8,7 @@ import { createServiceBusClients, type ServiceBusClients } from '@nimbus/sdk/ser
 import { createStore, type MessageStore } from '../lib/store/index.ts';
 import { loadConsoleConfig, type ConsoleConfig } from './config.ts';
 import { Manager } from './manager/manager.ts';
-import { readBrokerMessageBytes } from './messageSize.ts';
+import { BrokerMessageSize } from './messageSize.ts';
 import { log } from './log.ts';
 
 export interface ConsoleContext {
@@ -18,10 +18,11 @@ export interface ConsoleContext {
   catalog: Catalog;
   manager: Manager;
   /**
-   * The broker's per-message size in bytes, read from the Manager topic once as the context opens (never rejects:
-   * the Standard tier's 256 KB when it cannot be read); what the size pre-checks hold commands and publishes to.
+   * The broker's per-message size, read from the Manager topic as the context opens and again after a failed read
+   * (`bytes()` never rejects and waits at most the read's bound: the Standard tier's 256 KB until it is read); what the
+   * size pre-checks hold commands and publishes to.
    */
-  brokerMessageBytes: Promise<number>;
+  brokerMessageSize: BrokerMessageSize;
 }
 
 const KEY = Symbol.for('nimbus.console.context');
@@ -41,9 +42,17 @@ async function open(env: Record<string, string | undefined>): Promise<ConsoleCon
     await store.close();
     throw err;
   }
-  // Started, not awaited: a page that reads only the store does not wait on the broker; a command awaits it.
-  const brokerMessageBytes = readBrokerMessageBytes(serviceBus.admin, Topic.Manager, log);
-  return { config, store, serviceBus, catalog, brokerMessageBytes, manager: new Manager({ store, client: serviceBus.client, brokerMessageBytes }) };
+  // Started, not awaited: a page that reads only the store does not wait on the broker; a command awaits it (bounded).
+  const brokerMessageSize = new BrokerMessageSize(serviceBus.admin, Topic.Manager, log);
+  void brokerMessageSize.bytes();
+  return {
+    config,
+    store,
+    serviceBus,
+    catalog,
+    brokerMessageSize,
+    manager: new Manager({ store, client: serviceBus.client, brokerMessageBytes: () => brokerMessageSize.bytes() }),
+  };
 }
 
 /** The process's context, opened on first use from the environment. A failed open is retried on the next call. */

@@ -5,11 +5,12 @@
 // answered 413 instead, which no client retries.
 //
 // The limit is the broker's per-message size less 16 KB of headroom for what the message carries beside its body
-// (AMQP header and properties, the application properties the contract sets). The broker's size is read once, when
-// the console opens its connections, from the Manager topic's maxMessageSizeInKilobytes (readBrokerMessageBytes): a
-// Premium namespace reports what it was given (1 MB to 100 MB). When it cannot be read - no Manage right, a broker that
-// does not report it - it is Service Bus's Standard tier's 256 KB (the embedded emulator's default), and a broker
-// that refuses a smaller message for its size is answered 413 too (isSizeRefusal).
+// (AMQP header and properties, the application properties the contract sets). The broker's size is read from the
+// Manager topic's maxMessageSizeInKilobytes (BrokerMessageSize), first when the console opens its connections: a
+// Premium namespace reports what it was given (1 MB to 100 MB). Until it is read - no Manage right, a broker that
+// does not report it, a failed read (read again after a back-off) - it is Service Bus's Standard tier's 256 KB (the
+// embedded emulator's default), and a broker that refuses a smaller message for its size is answered 413 too
+// (isSizeRefusal).
 import { isServiceBusError, type ServiceBusAdministrationClient } from '@azure/service-bus';
 import { z } from 'zod';
 import { HttpError } from './http.ts';
@@ -40,35 +41,114 @@ export function requireSendableSize(what: string, bytes: number, brokerBytes = B
 /** A topic's size limit as Service Bus allows it: 256 KB (Standard) up to 100 MB (Premium). */
 const topicLimit = z.object({ maxMessageSizeInKilobytes: z.number().int().min(256).max(100 * 1024) });
 
-/** How long the read may take before the Standard limit is used (the console's start must not wait on it long). */
+/** How long a read may take before the current value (at first the Standard limit) is used: a request waits no longer. */
 export const LIMIT_READ_TIMEOUT_MS = 5_000;
+/** How long after a failed read the next use reads again (a failure is provisional: a blip, a 429/503, a cold token). */
+export const LIMIT_REREAD_AFTER_MS = 60_000;
+
+type Logger = { info(o: object, m: string): void; warn(o: object, m: string): void };
+/** One read's outcome: a size; an answer that settles it for the process (no Manage right, no usable size); or a failure to retry. */
+type ReadOutcome = { kind: 'read'; kilobytes: number } | { kind: 'final'; why: Record<string, unknown> } | { kind: 'retry'; why: Record<string, unknown> };
 
 /**
- * The broker's per-message size for `topic`, in bytes, read from its maxMessageSizeInKilobytes (needs the Manage
- * right); BROKER_MESSAGE_BYTES when it cannot be read or is not reported. Never rejects. Logs once either way -
- * the topic and the limit, or why it was not read (the error's name and code, never its text, which may carry the
- * namespace's address).
+ * One read of the topic's maxMessageSizeInKilobytes, settled within `timeoutMs` whatever the client does: the abort
+ * signal alone was not enough - a getTopic that drops it (a credential's token request, any layer that ignores it)
+ * never settled, and every command and agent publish awaiting the size hung with it. Never rejects.
  */
-export async function readBrokerMessageBytes(
-  admin: Pick<ServiceBusAdministrationClient, 'getTopic'>,
-  topic: string,
-  logger: { info(o: object, m: string): void; warn(o: object, m: string): void },
-  timeoutMs = LIMIT_READ_TIMEOUT_MS,
-): Promise<number> {
-  let reason: Record<string, unknown>;
-  try {
-    const read = topicLimit.safeParse(await admin.getTopic(topic, { abortSignal: AbortSignal.timeout(timeoutMs) }));
-    if (read.success) {
-      logger.info({ topic, maxMessageSizeInKilobytes: read.data.maxMessageSizeInKilobytes }, "broker message size limit read from the topic");
-      return read.data.maxMessageSizeInKilobytes * 1024;
+async function readTopicLimit(admin: Pick<ServiceBusAdministrationClient, 'getTopic'>, topic: string, timeoutMs: number): Promise<ReadOutcome> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<ReadOutcome>((resolve) => {
+    timer = setTimeout(() => resolve({ kind: 'retry', why: { reason: `the topic did not answer within ${timeoutMs} ms` } }), timeoutMs);
+    timer.unref(); // a read left hanging must not keep the process alive
+  });
+  const read = (async (): Promise<ReadOutcome> => {
+    try {
+      const parsed = topicLimit.safeParse(await admin.getTopic(topic, { abortSignal: AbortSignal.timeout(timeoutMs) }));
+      return parsed.success ? { kind: 'read', kilobytes: parsed.data.maxMessageSizeInKilobytes } : { kind: 'final', why: { reason: 'the topic reports no usable maxMessageSizeInKilobytes' } };
+    } catch (err) {
+      // The error's name, code and status only: its text may carry the namespace's address.
+      const e = err as { name?: unknown; code?: unknown; statusCode?: unknown };
+      const error = { errName: String(e?.name ?? 'Error'), code: e?.code, statusCode: e?.statusCode };
+      if (e?.statusCode === 401 || e?.statusCode === 403)
+        return { kind: 'final', why: { reason: 'the topic could not be read: no Manage right on it (401/403); not read again until the console restarts', ...error } };
+      return { kind: 'retry', why: { reason: 'the topic could not be read', ...error } };
     }
-    reason = { reason: 'the topic reports no usable maxMessageSizeInKilobytes' };
-  } catch (err) {
-    const e = err as { name?: unknown; code?: unknown; statusCode?: unknown };
-    reason = { reason: 'the topic could not be read (no Manage right?)', errName: String(e?.name ?? 'Error'), code: e?.code, statusCode: e?.statusCode };
+  })();
+  try {
+    return await Promise.race([read, bound]);
+  } finally {
+    clearTimeout(timer);
   }
-  logger.warn({ topic, ...reason, maxMessageSizeInKilobytes: BROKER_MESSAGE_BYTES / 1024 }, "broker message size limit not read: using the Standard tier's");
-  return BROKER_MESSAGE_BYTES;
+}
+
+/**
+ * The broker's per-message size for `topic`, in bytes, from its maxMessageSizeInKilobytes (needs the Manage right):
+ * what the size pre-checks hold commands and publishes to. BROKER_MESSAGE_BYTES until it is read. A size read, a 401/403
+ * (no Manage right) or a topic reporting no usable size settles it for the process; any other failure (a network
+ * blip, 429/503, the topic not yet provisioned, no answer within the bound) is provisional - before, one failed read
+ * at open held the console to 256 KB until it restarted. Each read and each fallback is logged (the error's name,
+ * code and status, never its text).
+ */
+export class BrokerMessageSize {
+  readonly #admin: Pick<ServiceBusAdministrationClient, 'getTopic'>;
+  readonly #topic: string;
+  readonly #logger: Logger;
+  readonly #timeoutMs: number;
+  readonly #rereadAfterMs: number;
+  readonly #now: () => number;
+  #bytes = BROKER_MESSAGE_BYTES;
+  #settled = false;
+  /** The read in flight (at most one), settled within #timeoutMs. */
+  #reading: Promise<void> | undefined;
+  /** Whether a read has ended: until then a request waits for the first one (bounded), after it never waits. */
+  #everRead = false;
+  #nextReadAt = 0;
+
+  constructor(
+    admin: Pick<ServiceBusAdministrationClient, 'getTopic'>,
+    topic: string,
+    logger: Logger,
+    options: { timeoutMs?: number; rereadAfterMs?: number; now?: () => number } = {},
+  ) {
+    this.#admin = admin;
+    this.#topic = topic;
+    this.#logger = logger;
+    this.#timeoutMs = options.timeoutMs ?? LIMIT_READ_TIMEOUT_MS;
+    this.#rereadAfterMs = options.rereadAfterMs ?? LIMIT_REREAD_AFTER_MS;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /**
+   * The size to check against now. Starts a read when none has settled it and the back-off has passed; waits for the
+   * first read only (at most its bound) - while a later re-read runs, the current value is used. Never rejects.
+   */
+  async bytes(): Promise<number> {
+    if (!this.#settled && !this.#reading && this.#now() >= this.#nextReadAt) this.#reading = this.#read();
+    if (!this.#everRead && this.#reading) await this.#reading;
+    return this.#bytes;
+  }
+
+  /** Resolves when no read is in flight (tests; requests never wait on a re-read). */
+  async idle(): Promise<void> {
+    await this.#reading;
+  }
+
+  async #read(): Promise<void> {
+    const outcome = await readTopicLimit(this.#admin, this.#topic, this.#timeoutMs);
+    const topic = this.#topic;
+    if (outcome.kind === 'read') {
+      this.#bytes = outcome.kilobytes * 1024;
+      this.#settled = true;
+      this.#logger.info({ topic, maxMessageSizeInKilobytes: outcome.kilobytes }, 'broker message size limit read from the topic');
+    } else {
+      this.#settled = outcome.kind === 'final';
+      this.#nextReadAt = this.#now() + this.#rereadAfterMs;
+      const retry = outcome.kind === 'retry' ? { readAgainAfterMs: this.#rereadAfterMs } : {};
+      this.#logger.warn({ topic, ...outcome.why, ...retry, maxMessageSizeInKilobytes: this.#bytes / 1024 }, "broker message size limit not read: using the Standard tier's");
+    }
+    this.#everRead = true;
+    this.#reading = undefined;
+  }
 }
 
 /** The broker refused a message for its size (nothing was enqueued). */

@@ -80,19 +80,23 @@ export async function publishAsAgent(
   principalId: string,
 ): Promise<Published> {
   checkPublish(ctx.catalog, endpointId, eventTypeId, payload);
-  // The Manager topic's limit stands for the endpoint topics' (the provisioner sets no per-topic size, so they share the
-  // namespace's default); a topic given less is still answered 413, by the broker's refusal (isSizeRefusal).
-  requireSendableSize("the event's payload", Buffer.byteLength(JSON.stringify(payload), 'utf8'), await ctx.brokerMessageBytes);
   const publisher = publisherFor(ctx, endpointId);
+  let message;
   let prepared;
   try {
     // Built (and checked) first for its message id, the record's key; the send below builds the same message
     // with the session and correlation ids chosen here, so the answer kept is the one of the message sent.
-    prepared = publisher.prepare(eventTypeId, payload, sessionId !== undefined ? { sessionId } : {}).published;
+    ({ message, published: prepared } = publisher.prepare(eventTypeId, payload, sessionId !== undefined ? { sessionId } : {}));
   } catch (err) {
     if (err instanceof PublishValidationError) throw badRequest(err.message);
     throw err;
   }
+  // The body as sent, before the record is claimed: the payload travels as EventJson, a JSON string inside the
+  // envelope's JSON (its quotes and backslashes escaped again), up to twice its own JSON. Measured as its JSON, a
+  // quote-dense payload passed and was refused by the broker after a publish-record claim (tooLarge.test.ts).
+  // The Manager topic's limit stands for the endpoint topics' (the provisioner sets no per-topic size, so they share the
+  // namespace's default); a topic given less is still answered 413, by the broker's refusal (isSizeRefusal).
+  requireSendableSize("the event's message", (message.body as Buffer).length, await ctx.brokerMessageSize.bytes());
   const records = publishRecordsOf(ctx.store.database);
   const claim = await records.begin({ endpointId, messageId: prepared.messageId, principalId, requestedSessionId: sessionId ?? null });
   switch (claim.kind) {

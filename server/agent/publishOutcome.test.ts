@@ -13,6 +13,7 @@ import { DEFAULT_CATALOG_PATH } from '../config.ts';
 import { describeError } from '../http.ts';
 import { log, setConsoleLogSink } from '../log.ts';
 import type { ConsoleContext } from '../context.ts';
+import { BROKER_MESSAGE_BYTES } from '../messageSize.ts';
 import { PUBLISH_IN_FLIGHT_CODE, publishAsAgent } from './publish.ts';
 import { PUBLISH_IN_FLIGHT_MS, PUBLISH_RECORDS_CONTAINER, publishRecordId, type PublishRecord } from './publishRecords.ts';
 
@@ -49,8 +50,9 @@ function busSeam(behave: (n: number) => { lands: boolean; throws?: unknown }) {
   return { client, landed, sends: () => sends };
 }
 
+// The broker's size as the console knows it before a read (the Standard tier's): the publish's pre-check asks for it.
 const ctxOf = (client: unknown, database: Database = store.database): ConsoleContext =>
-  ({ catalog, serviceBus: { client }, store: { database } }) as unknown as ConsoleContext;
+  ({ catalog, serviceBus: { client }, store: { database }, brokerMessageSize: { bytes: async () => BROKER_MESSAGE_BYTES } }) as unknown as ConsoleContext;
 
 const order = (orderId: string) => ({ orderId, customerId: 'C-outcome', lines: [{ sku: 'o', quantity: 1, unitPrice: 1 }], total: 1, currency: 'EUR' });
 const publish = (ctx: ConsoleContext, orderId: string) => publishAsAgent(ctx, 'storefrontendpoint', 'OrderPlaced', order(orderId), undefined, 'user:a');

@@ -64,4 +64,16 @@ describe('too large for the broker', () => {
     assert.match(err.detail, /256 KB/);
     assert.equal(seen.requests, 1, 'not retried');
   });
+
+  test('a publish whose payload fits as JSON but not as sent (quote-dense, escaped again inside EventJson) is refused 413 before its record is claimed', async () => {
+    const { client, seen } = agentAs({ kind: 'user', id: 'oid-orders', name: 'orders@test', roles: ['Order.Publish'], groups: [] });
+    const order = { orderId: 'ORD-quotes', customerId: 'C-1', lines: [{ sku: '"'.repeat(122_000), quantity: 1, unitPrice: 1 }], total: 1, currency: 'EUR' };
+    const asJson = Buffer.byteLength(JSON.stringify(order), 'utf8');
+    assert.ok(asJson <= MAX_SENT_BODY_BYTES && asJson > MAX_SENT_BODY_BYTES - 2_000, `the payload's JSON is just under the limit: ${asJson}`);
+    const err = await refusal(client.publish({ eventTypeId: 'OrderPlaced', payload: order }));
+    assert.equal(err.status, 413, err.message);
+    // The pre-check's answer (the body's size, the limit), not the broker's refusal after a claim.
+    assert.match(err.detail, new RegExp(`is \\d+ bytes as sent; at most ${MAX_SENT_BODY_BYTES} bytes`));
+    assert.equal(seen.requests, 1, 'not retried');
+  });
 });

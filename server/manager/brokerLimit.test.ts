@@ -1,5 +1,5 @@
 // The console reads the broker's per-message size from the Manager topic when it opens its connections
-// (server/messageSize.ts readBrokerMessageBytes) and holds its pre-checks to it. On the embedded emulator as a Premium
+// (server/messageSize.ts BrokerMessageSize) and holds its pre-checks to it. On the embedded emulator as a Premium
 // namespace would be: a 1 MiB message limit and the Manager topic reporting maxMessageSizeInKilobytes 1024. An edited
 // resubmit of 300 KB - over the Standard tier's 256 KB the console held every broker to before - is sent. Without the
 // Manage right (a Send-only key on the topic, the real admin client's 401) or when the topic reports no size, the
@@ -11,7 +11,7 @@ import { MessageType, Topic } from '@nimbus/sdk/contract';
 import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 import { useConsoleStack } from '../testing/consoleStack.ts';
 import { seedEvent } from '../testing/seed.ts';
-import { BROKER_MESSAGE_BYTES, readBrokerMessageBytes } from '../messageSize.ts';
+import { BROKER_MESSAGE_BYTES, BrokerMessageSize } from '../messageSize.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -59,7 +59,7 @@ describe("the broker's message size, read from the Manager topic", () => {
 
   test('read with Manage: 1 MiB, logged once', async () => {
     const log = recorder();
-    assert.equal(await readBrokerMessageBytes(stack.serviceBus.admin, Topic.Manager, log), 1024 * 1024);
+    assert.equal(await new BrokerMessageSize(stack.serviceBus.admin, Topic.Manager, log).bytes(), 1024 * 1024);
     assert.deepEqual(log.lines.map((l) => [l.level, l.o]), [['info', { topic: Topic.Manager, maxMessageSizeInKilobytes: 1024 }]]);
   });
 
@@ -68,10 +68,11 @@ describe("the broker's message size, read from the Manager topic", () => {
     const sendOnly = createServiceBusClients(cs);
     try {
       const log = recorder();
-      assert.equal(await readBrokerMessageBytes(sendOnly.admin, Topic.Manager, log), BROKER_MESSAGE_BYTES);
+      assert.equal(await new BrokerMessageSize(sendOnly.admin, Topic.Manager, log).bytes(), BROKER_MESSAGE_BYTES);
       assert.equal(log.lines.length, 1);
       assert.equal(log.lines[0]!.level, 'warn');
       assert.equal((log.lines[0]!.o as { statusCode?: number }).statusCode, 401, JSON.stringify(log.lines[0]));
+      assert.match(String((log.lines[0]!.o as { reason?: string }).reason), /no Manage right/, 'a 401 says why, and that it is not read again');
       assert.ok(!JSON.stringify(log.lines).includes(SEND_KEY) && !JSON.stringify(log.lines).includes(stack.emulator.key), 'no key logged');
     } finally {
       await sendOnly.close();
@@ -81,8 +82,8 @@ describe("the broker's message size, read from the Manager topic", () => {
   test('a topic that reports no size, or one Service Bus does not allow: the Standard limit', async () => {
     for (const reported of [{}, { maxMessageSizeInKilobytes: 0 }, { maxMessageSizeInKilobytes: 1.5 }]) {
       const log = recorder();
-      const admin = { getTopic: async () => reported } as unknown as Parameters<typeof readBrokerMessageBytes>[0];
-      assert.equal(await readBrokerMessageBytes(admin, Topic.Manager, log), BROKER_MESSAGE_BYTES);
+      const admin = { getTopic: async () => reported } as unknown as ConstructorParameters<typeof BrokerMessageSize>[0];
+      assert.equal(await new BrokerMessageSize(admin, Topic.Manager, log).bytes(), BROKER_MESSAGE_BYTES);
       assert.deepEqual(log.lines.map((l) => l.level), ['warn']);
     }
   });

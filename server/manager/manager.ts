@@ -175,14 +175,14 @@ export class Manager {
   readonly #failedSends = new Set<string>();
   /** The clock a claim's age is read on (tests move it past WITHHELD_UNDO_MS). */
   readonly #now: () => number;
-  /** The broker's per-message size, as the console read it at start (server/messageSize.ts readBrokerMessageBytes). */
-  readonly #brokerMessageBytes: Promise<number>;
+  /** The broker's per-message size as the console knows it now (server/messageSize.ts BrokerMessageSize). */
+  readonly #brokerMessageBytes: () => Promise<number>;
 
-  constructor(options: { store: MessageStore; client: ServiceBusClient; now?: () => number; brokerMessageBytes?: Promise<number> }) {
+  constructor(options: { store: MessageStore; client: ServiceBusClient; now?: () => number; brokerMessageBytes?: () => Promise<number> }) {
     this.#store = options.store;
     this.#client = options.client;
     this.#now = options.now ?? Date.now;
-    this.#brokerMessageBytes = options.brokerMessageBytes ?? Promise.resolve(BROKER_MESSAGE_BYTES);
+    this.#brokerMessageBytes = options.brokerMessageBytes ?? (() => Promise.resolve(BROKER_MESSAGE_BYTES));
   }
 
   /**
@@ -271,7 +271,7 @@ export class Manager {
       // refused it - a settlement was answered 503 and an agent retried it for ever, and an edited resubmit was
       // claimed (the event shown "being sent") before the refusal, each attempt a claim, an undo and a
       // CommandNotSent entry in the event's history (server/messageSize.ts; tooLarge.test.ts, resubmitTooLarge.test.ts).
-      requireSendableSize(sizeWhat(spec), (built.message.body as Buffer).length, await this.#brokerMessageBytes);
+      requireSendableSize(sizeWhat(spec), (built.message.body as Buffer).length, await this.#brokerMessageBytes());
       const claimedAt = this.#now();
       const claim = await this.#store.writeStatus(claimWrite(spec, row, answered, eventTypeId, payload), claimExpectation(row));
       // Someone else changed the row between our read and our claim: decide again on the new version.
@@ -355,7 +355,7 @@ export class Manager {
       this.#rowCounts(targets, lot),
     ]);
     const claims: Array<{ k: number; row: StatusRow; eventTypeId: string | null; payload: unknown; built: BuiltCommand }> = [];
-    const brokerBytes = await this.#brokerMessageBytes;
+    const brokerBytes = await this.#brokerMessageBytes();
     lot.forEach((k, i) => {
       const row = rows[i];
       // Only a fresh claim of the selected row, when it is the event's only row, is done here; anything else is

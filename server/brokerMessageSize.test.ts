@@ -1,0 +1,84 @@
+// How the console learns the broker's per-message size (server/messageSize.ts BrokerMessageSize), with a stand-in for
+// the admin client's getTopic (pure logic; the real client against the emulator is server/manager/brokerLimit.test.ts).
+// A read is settled within its bound even when getTopic ignores the abort signal (before, every command and agent
+// publish awaiting the size hung with it), and a failed read is retried after the back-off (before, one failed read at
+// open held the console to 256 KB until it restarted). A 401/403 stays the Standard limit, saying why.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { BROKER_MESSAGE_BYTES, BrokerMessageSize } from './messageSize.ts';
+
+type Admin = ConstructorParameters<typeof BrokerMessageSize>[0];
+const adminOf = (getTopic: () => Promise<unknown>) => ({ getTopic }) as unknown as Admin;
+
+function recorder() {
+  const lines: Array<{ level: 'info' | 'warn'; o: Record<string, unknown>; m: string }> = [];
+  return { lines, info: (o: object, m: string) => lines.push({ level: 'info', o: o as Record<string, unknown>, m }), warn: (o: object, m: string) => lines.push({ level: 'warn', o: o as Record<string, unknown>, m }) };
+}
+
+const failure = (statusCode: number) => Object.assign(new Error('https://secret.servicebus.windows.net refused'), { name: 'RestError', statusCode });
+
+describe("the broker's message size", () => {
+  // The bound is 50 ms; the test's own timeout only turns a hang into a failure.
+  test('a getTopic that never settles (ignores the abort signal): the Standard limit at the bound, and the next use does not wait', { timeout: 60_000 }, async () => {
+    let calls = 0;
+    const log = recorder();
+    const size = new BrokerMessageSize(adminOf(() => (calls++, new Promise(() => {}))), 'Manager', log, { timeoutMs: 50 });
+    // The bound's timer is unref'd (a hung read must not hold a process open); the console's server keeps the loop
+    // alive, here this interval does.
+    const alive = setInterval(() => {}, 1_000);
+    try {
+      assert.equal(await size.bytes(), BROKER_MESSAGE_BYTES);
+    } finally {
+      clearInterval(alive);
+    }
+    assert.equal(await size.bytes(), BROKER_MESSAGE_BYTES);
+    assert.equal(calls, 1, 'not read again before the back-off');
+    assert.deepEqual(log.lines.map((l) => [l.level, l.o.reason]), [['warn', 'the topic did not answer within 50 ms']]);
+  });
+
+  test('a failed read (503) is read again on the first use after the back-off, one read at a time, the request not waiting on it', async () => {
+    let now = 1_000;
+    const answers: Array<() => Promise<unknown>> = [() => Promise.reject(failure(503))];
+    let release!: (v: unknown) => void;
+    answers.push(() => new Promise((r) => (release = r)));
+    let calls = 0;
+    const log = recorder();
+    const size = new BrokerMessageSize(adminOf(() => answers[calls++]!()), 'Manager', log, { rereadAfterMs: 60_000, now: () => now });
+    assert.equal(await size.bytes(), BROKER_MESSAGE_BYTES, 'the first read failed: the Standard limit');
+    assert.equal(log.lines[0]!.level, 'warn');
+    assert.equal(log.lines[0]!.o.statusCode, 503);
+    assert.doesNotMatch(String(log.lines[0]!.o.reason), /Manage/, 'a 503 is not blamed on the Manage right');
+    assert.ok(!JSON.stringify(log.lines).includes('secret.servicebus'), "the error's text is not logged");
+    now += 59_999;
+    assert.equal(await size.bytes(), BROKER_MESSAGE_BYTES);
+    assert.equal(calls, 1, 'not read again within the back-off');
+    now += 1;
+    // The re-read is in flight (its answer held back): requests use the current value and start no second read.
+    assert.equal(await size.bytes(), BROKER_MESSAGE_BYTES);
+    assert.equal(await size.bytes(), BROKER_MESSAGE_BYTES);
+    assert.equal(calls, 2, 'one re-read');
+    release({ maxMessageSizeInKilobytes: 1024 });
+    await size.idle();
+    assert.equal(await size.bytes(), 1024 * 1024, 'the re-read is used');
+    assert.deepEqual(log.lines.at(-1), { level: 'info', o: { topic: 'Manager', maxMessageSizeInKilobytes: 1024 }, m: 'broker message size limit read from the topic' });
+    now += 3_600_000;
+    assert.equal(await size.bytes(), 1024 * 1024);
+    assert.equal(calls, 2, 'a size read is kept');
+  });
+
+  test('no Manage right (401, 403): the Standard limit for the process, saying so once', async () => {
+    for (const status of [401, 403]) {
+      let now = 0;
+      let calls = 0;
+      const log = recorder();
+      const size = new BrokerMessageSize(adminOf(() => (calls++, Promise.reject(failure(status)))), 'Manager', log, { now: () => now });
+      assert.equal(await size.bytes(), BROKER_MESSAGE_BYTES);
+      now += 3_600_000;
+      assert.equal(await size.bytes(), BROKER_MESSAGE_BYTES);
+      assert.equal(calls, 1, `${status}: not read again`);
+      assert.equal(log.lines.length, 1);
+      assert.match(String(log.lines[0]!.o.reason), /no Manage right/);
+      assert.equal(log.lines[0]!.o.statusCode, status);
+    }
+  });
+});
