@@ -154,15 +154,22 @@ describe('a publish whose records container cannot be opened', () => {
     // The real database, whose container creation Cosmos refuses as it does an identity with data-plane roles only.
     const real = store.database;
     let creations = 0;
+    // The open reads the container first and creates it only on a 404 (lib/store/containers.ts): the read answers
+    // 404 (missing), the creation 403.
+    const refused = async () => {
+      creations++;
+      throw Object.assign(new Error('Request blocked by Auth: the principal does not have the required RBAC permissions'), { code: 403, substatus: 5301 });
+    };
     const database = new Proxy(real, {
       get(t, p) {
+        if (p === 'container')
+          return () => ({
+            read: async () => {
+              throw Object.assign(new Error('Resource Not Found'), { code: 404 });
+            },
+          });
         if (p !== 'containers') return Reflect.get(t, p);
-        return {
-          createIfNotExists: async () => {
-            creations++;
-            throw Object.assign(new Error('Request blocked by Auth: the principal does not have the required RBAC permissions'), { code: 403, substatus: 5301 });
-          },
-        };
+        return { create: refused, createIfNotExists: refused };
       },
     }) as Database;
     const bus = busSeam(() => ({ lands: true }));
@@ -210,18 +217,27 @@ function replaceFailing(failures: { left: number; applied: boolean }): Database 
         };
       },
     });
-  const wrapContainer = (c: ReturnType<Database['container']>) =>
-    new Proxy(c, {
+  const wrapContainer = (c: ReturnType<Database['container']>): ReturnType<Database['container']> => {
+    const wrapped: ReturnType<Database['container']> = new Proxy(c, {
       get(t, p) {
         if (p === 'item') return (id: string, pk: string) => wrapItem(t.item(id, pk));
+        // The open reads the container first (lib/store/containers.ts) and keeps the container of the read's answer.
+        if (p === 'read') return async () => ({ container: wrapped, resource: (await t.read()).resource });
         const v = Reflect.get(t, p) as unknown;
         return typeof v === 'function' ? v.bind(t) : v;
       },
     });
+    return wrapped;
+  };
   return new Proxy(real, {
     get(t, p) {
+      if (p === 'container') return (id: string) => wrapContainer(t.container(id));
       if (p !== 'containers') return Reflect.get(t, p);
-      return { createIfNotExists: async (def: Parameters<Database['containers']['createIfNotExists']>[0]) => ({ container: wrapContainer((await t.containers.createIfNotExists(def)).container) }) };
+      type Def = Parameters<Database['containers']['create']>[0];
+      return {
+        create: async (def: Def) => ({ container: wrapContainer((await t.containers.create(def)).container) }),
+        createIfNotExists: async (def: Def) => ({ container: wrapContainer((await t.containers.createIfNotExists(def)).container) }),
+      };
     },
   }) as Database;
 }
