@@ -1,7 +1,7 @@
 // Message ids of the platform's copies read `{source}~parked~replayed` (derivedMessageId in the SDK's contract):
 // exact, but hard to read. The event page shows the source id with the copies as a small tag; the exact id stays
 // in the title and the copy button. A pure function, so the split is tested directly (messageIdParts.test.ts).
-import { CopyKind } from '@nimbus/sdk/contract';
+import { CopyKind } from '@nimbus/sdk/contract/names';
 
 const KINDS: ReadonlySet<string> = new Set(Object.values(CopyKind));
 

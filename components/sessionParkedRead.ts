@@ -3,7 +3,7 @@
 // ones is seen, so "200+" means more than 200; and whether the events those rows name as their blocker still hold the
 // session (a row can name a blocker settled long ago: readBlockerStandings). Pure (no React, no server), so it runs in
 // the browser and in unit tests.
-import { PendingSubStatus, ResolutionStatus } from '@nimbus/sdk/contract';
+import { PendingSubStatus, ResolutionStatus } from '@nimbus/sdk/contract/names';
 import { exactIdProblem, type ExactIdFilter } from '../server/exactIdFilters.ts';
 
 /**

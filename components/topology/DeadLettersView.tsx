@@ -21,7 +21,7 @@ import { withoutWarned } from './withoutWarned.ts';
 import { opsApi, type DeadLetter, type ReplayOperation, type ReplayPreview, type ReplaySelection, type UncertainDecision, type UncertainEvidence } from './opsApi.ts';
 import { TypedConfirmDialog } from './TypedConfirmDialog.tsx';
 import { useCan } from '../audit/accessApi.ts';
-import { Topic } from '@nimbus/sdk/contract';
+import { Topic } from '@nimbus/sdk/contract/names';
 import { DEAD_LETTER_PAGE_SIZE, deadLettersQuery, queryKeys, replayOperationQuery } from '../queries.ts';
 import { deadLettersSearch } from '../urlState.ts';
 import { useUrlState, useUrlText } from '../useUrlState.ts';

@@ -12,7 +12,7 @@
 // already, and a reason not known here is shown as reported rather than guessed at. On a dead letter the count also
 // grows when a replay of other dead letters received it under a lock and left it (docs/operations.md, Dead-letter
 // browser and replay).
-import { WireText } from '@nimbus/sdk/contract';
+import { WireText } from '@nimbus/sdk/contract/names';
 import { countOf } from '../format.tsx';
 
 /**

@@ -9,7 +9,7 @@
 // subscriber writes and the Resolver stores as errorText (the SDK's blockedByReason / parseBlockedByReason), else
 // none (a row parked behind a replay in progress, or a reason in another form).
 import type { SqlParameter } from '@azure/cosmos';
-import { blockedByReason, parseBlockedByReason } from '@nimbus/sdk/contract';
+import { blockedByReason, parseBlockedByReason } from '@nimbus/sdk/contract/names';
 
 /** What a parked row says of the event its session waits on. */
 export interface ParkedRef {

@@ -1,26 +1,11 @@
 // Resolution statuses the Resolver records per event, and the one sub-status of Pending.
 import { z } from 'zod';
 import { MessageType } from './messageTypes.ts';
+import { ALL_RESOLUTION_STATUSES, PendingSubStatus, ResolutionStatus } from './statusNames.ts';
 
-export const ResolutionStatus = {
-  Pending: 'Pending',
-  Completed: 'Completed',
-  Failed: 'Failed',
-  Deferred: 'Deferred',
-  Skipped: 'Skipped',
-  Unsupported: 'Unsupported',
-  DeadLettered: 'DeadLettered',
-} as const;
-export type ResolutionStatus = (typeof ResolutionStatus)[keyof typeof ResolutionStatus];
+export * from './statusNames.ts';
 
-export const ALL_RESOLUTION_STATUSES = Object.values(ResolutionStatus) as readonly ResolutionStatus[];
 export const resolutionStatusSchema = z.enum(ALL_RESOLUTION_STATUSES as [ResolutionStatus, ...ResolutionStatus[]]);
-
-/** A Pending row parked on an external system (PendingHandoffResponse) carries this sub-status. */
-export const PendingSubStatus = {
-  Handoff: 'Handoff',
-} as const;
-export type PendingSubStatus = (typeof PendingSubStatus)[keyof typeof PendingSubStatus];
 export const pendingSubStatusSchema = z.enum([PendingSubStatus.Handoff]);
 
 /**
