@@ -8,10 +8,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { ServiceBusMessage } from '@azure/service-bus';
 import { eventBody, MessageType, Prop } from '@nimbus/sdk/contract';
 import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 import { untilDataDrawn } from '../server/testing/pageWait.ts';
+import { deadLetterOnMain, foreignMessage, refusedCommand } from '../server/subscriptions/testing/mainDeadLetters.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -23,55 +23,38 @@ before(async () => {
 
 after(() => ui?.close());
 
-/** Sends each message to `endpoint`'s topic and dead-letters it from the endpoint's main subscription (one session). */
-async function deadLetterOnMain(endpoint: string, sessionId: string, messages: Array<{ message: ServiceBusMessage; reason: string }>): Promise<void> {
-  const client = ui!.stack.serviceBus.client;
-  const sender = client.createSender(endpoint);
-  for (const { message } of messages) await sender.sendMessages({ ...message, sessionId });
-  await sender.close();
-  const reasons = new Map(messages.map(({ message, reason }) => [String(message.messageId), reason]));
-  const receiver = await client.acceptSession(endpoint, endpoint, sessionId);
-  try {
-    while (reasons.size > 0) {
-      for (const m of await receiver.receiveMessages(10, { maxWaitTimeInMs: 5000 })) {
-        const reason = reasons.get(String(m.messageId));
-        if (reason === undefined) continue;
-        await receiver.deadLetterMessage(m, { deadLetterReason: reason, deadLetterErrorDescription: 'the event payload is not valid JSON' });
-        reasons.delete(String(m.messageId));
-      }
-    }
-  } finally {
-    await receiver.close();
-  }
-}
-
 describe('dead letters lead to their event', () => {
   test('a dead letter links to its event page, a foreign one does not, and the preview warns of a permanent failure', async () => {
     const ep = 'billingendpoint';
     // The demo's dead-lettered event (server/testing/seed.ts): its page exists.
     const eventId = 'evt-dead-1';
     const eventMessage = randomUUID();
-    const foreignMessage = randomUUID();
-    await deadLetterOnMain(ep, `s-${randomUUID().slice(0, 8)}`, [
-      {
-        message: {
-          messageId: eventMessage,
-          body: Buffer.from(eventBody('OrderPlaced', { orderId: 'o-1' })),
-          applicationProperties: { [Prop.To]: ep, [Prop.MessageType]: MessageType.EventRequest, [Prop.EventId]: eventId, [Prop.EventTypeId]: 'OrderPlaced' },
+    const foreignMessageId = randomUUID();
+    await deadLetterOnMain(
+      ui!.stack.serviceBus.client,
+      ep,
+      [
+        {
+          message: {
+            messageId: eventMessage,
+            body: Buffer.from(eventBody('OrderPlaced', { orderId: 'o-1' })),
+            applicationProperties: { [Prop.To]: ep, [Prop.MessageType]: MessageType.EventRequest, [Prop.EventId]: eventId, [Prop.EventTypeId]: 'OrderPlaced' },
+          },
+          reason: 'Permanent failure: PayloadDeserializationError: the event payload is not valid JSON',
         },
-        reason: 'Permanent failure: PayloadDeserializationError: the event payload is not valid JSON',
-      },
-      { message: { messageId: foreignMessage, body: Buffer.from('{}'), applicationProperties: { [Prop.To]: ep } }, reason: 'Foreign' },
-    ]);
+        foreignMessage(ep, foreignMessageId),
+      ],
+      'the event payload is not valid JSON',
+    );
 
     const page = await ui!.open(`/topology/subscriptions/${ep}/${ep}`);
     const entry = page.locator(`[data-dead-letter="${eventMessage}"]`);
     await entry.waitFor();
-    await page.locator(`[data-dead-letter="${foreignMessage}"]`).waitFor();
+    await page.locator(`[data-dead-letter="${foreignMessageId}"]`).waitFor();
     assert.ok(await untilDataDrawn(page), 'the dead-letter list is drawn');
     // The entry's visible line, not its collapsed properties (which hold EventId too).
     assert.match(await entry.locator('div').first().innerText(), /event evt-dead-1 · OrderPlaced/, 'the entry shows the event id and type');
-    assert.equal(await page.locator(`[data-dead-letter="${foreignMessage}"] a[href*="/events/"]`).count(), 0, 'a foreign message links to no event');
+    assert.equal(await page.locator(`[data-dead-letter="${foreignMessageId}"] a[href*="/events/"]`).count(), 0, 'a foreign message links to no event');
 
     // The preview of the permanently failed dead letter warns before anything is replayed.
     await entry.getByRole('checkbox').check();
@@ -99,16 +82,7 @@ describe('dead letters lead to their event', () => {
     const ep = 'shippingendpoint';
     const eventId = 'evt-dead-1';
     const refused = randomUUID();
-    await deadLetterOnMain(ep, `s-${randomUUID().slice(0, 8)}`, [
-      {
-        message: {
-          messageId: refused,
-          body: Buffer.from(eventBody('OrderPlaced', { orderId: 'o-1' })),
-          applicationProperties: { [Prop.To]: ep, [Prop.From]: 'storefrontendpoint', [Prop.MessageType]: MessageType.SkipRequest, [Prop.EventId]: eventId, [Prop.EventTypeId]: 'OrderPlaced' },
-        },
-        reason: 'CommandRefused',
-      },
-    ]);
+    await deadLetterOnMain(ui!.stack.serviceBus.client, ep, [refusedCommand(ep, { messageId: refused, eventId })]);
     const page = await ui!.open(`/topology/subscriptions/${ep}/${ep}`);
     const entry = page.locator(`[data-dead-letter="${refused}"]`);
     await entry.waitFor();
@@ -131,8 +105,7 @@ describe('dead letters lead to their event', () => {
   test('the page says how many dead letters the queue holds, the number Purge acts on', async () => {
     // Its own subscription: the test above dead-letters on billing's.
     const ep = 'crmendpoint';
-    const message = () => ({ message: { messageId: randomUUID(), body: Buffer.from('{}'), applicationProperties: { [Prop.To]: ep } }, reason: 'Foreign' });
-    await deadLetterOnMain(ep, `s-${randomUUID().slice(0, 8)}`, [message(), message(), message()]);
+    await deadLetterOnMain(ui!.stack.serviceBus.client, ep, [foreignMessage(ep), foreignMessage(ep), foreignMessage(ep)]);
     const page = await ui!.open(`/topology/subscriptions/${ep}/${ep}`);
     const total = page.getByTestId('deadletter-total');
     await total.waitFor();

@@ -7,10 +7,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { ServiceBusMessage } from '@azure/service-bus';
-import { eventBody, MessageType, Prop, WireText } from '@nimbus/sdk/contract';
 import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 import { peekDeadLetters } from '../server/subscriptions/deadLetters.ts';
+import { deadLetterOnMain, foreignMessage, refusedCommand } from '../server/subscriptions/testing/mainDeadLetters.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -22,46 +21,13 @@ before(async () => {
 
 after(() => ui?.close());
 
-/** Sends each message to `endpoint`'s topic and dead-letters it from the endpoint's main subscription (one session). */
-async function deadLetterOnMain(endpoint: string, messages: Array<{ message: ServiceBusMessage; reason: string }>): Promise<void> {
-  const client = ui!.stack.serviceBus.client;
-  const sessionId = `s-${randomUUID().slice(0, 8)}`;
-  const sender = client.createSender(endpoint);
-  for (const { message } of messages) await sender.sendMessages({ ...message, sessionId });
-  await sender.close();
-  const reasons = new Map(messages.map(({ message, reason }) => [String(message.messageId), reason]));
-  const receiver = await client.acceptSession(endpoint, endpoint, sessionId);
-  try {
-    while (reasons.size > 0) {
-      for (const m of await receiver.receiveMessages(10, { maxWaitTimeInMs: 5000 })) {
-        const reason = reasons.get(String(m.messageId));
-        if (reason === undefined) continue;
-        await receiver.deadLetterMessage(m, { deadLetterReason: reason, deadLetterErrorDescription: 'seeded' });
-        reasons.delete(String(m.messageId));
-      }
-    }
-  } finally {
-    await receiver.close();
-  }
-}
-
 describe('replaying dead letters that will likely be refused again', () => {
   test('the preview offers an opt-in only when it has warned ones; ticked, the dialog and the button say so and the replay sends them', async () => {
     const ep = 'shippingendpoint';
     const eventId = 'evt-dead-1';
     const refused = randomUUID();
     const plain = randomUUID();
-    await deadLetterOnMain(ep, [
-      {
-        message: {
-          messageId: refused,
-          body: Buffer.from(eventBody('OrderPlaced', { orderId: 'o-1' })),
-          applicationProperties: { [Prop.To]: ep, [Prop.From]: 'storefrontendpoint', [Prop.MessageType]: MessageType.SkipRequest, [Prop.EventId]: eventId, [Prop.EventTypeId]: 'OrderPlaced' },
-        },
-        reason: WireText.CommandRefused,
-      },
-      { message: { messageId: plain, body: Buffer.from('{}'), applicationProperties: { [Prop.To]: ep } }, reason: 'Foreign' },
-    ]);
+    await deadLetterOnMain(ui!.stack.serviceBus.client, ep, [refusedCommand(ep, { messageId: refused, eventId }), foreignMessage(ep, plain)]);
     const page = await ui!.open(`/topology/subscriptions/${ep}/${ep}`);
     const entry = page.locator(`[data-dead-letter="${refused}"]`);
     const other = page.locator(`[data-dead-letter="${plain}"]`);

@@ -12,14 +12,14 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { ServiceBusMessage } from '@azure/service-bus';
-import { eventBody, MessageType, Prop, WireText } from '@nimbus/sdk/contract';
+import { eventBody, MessageType, Prop } from '@nimbus/sdk/contract';
 import { eventually } from '../../resolver-worker/testHarness.ts';
 import { withoutWarned } from '../../components/topology/withoutWarned.ts';
 import { useConsoleStack } from '../testing/consoleStack.ts';
 import { peekDeadLetters, type DeadLetterView } from './deadLetters.ts';
 import { replayDeadLetters, type ReplayOperation, type ReplayPreview } from './replay.ts';
 import { ReplayJournal, type DeadLetterKey } from './replayJournal.ts';
+import { deadLetterOnMain, refusedCommand, type DeadLetterSeed } from './testing/mainDeadLetters.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -34,45 +34,16 @@ const routes = {
   operation: () => import('../../app/api/topology/operations/[operationId]/route.ts'),
 };
 
-/** A refused SkipRequest (warned), or an ordinary event (not), as the subscriber leaves each in its dead-letter queue. */
-const refusedCommand = (ep: string): { message: ServiceBusMessage; reason: string } => ({
-  message: {
-    messageId: randomUUID(),
-    body: Buffer.from(eventBody('OrderPlaced', { orderId: 'o-1' })),
-    applicationProperties: { [Prop.To]: ep, [Prop.From]: 'storefrontendpoint', [Prop.MessageType]: MessageType.SkipRequest, [Prop.EventId]: `e-${randomUUID()}`, [Prop.EventTypeId]: 'OrderPlaced' },
-  },
-  reason: WireText.CommandRefused,
-});
-const ordinary = (ep: string): { message: ServiceBusMessage; reason: string } => ({
+/** An ordinary event (not warned), as the subscriber leaves one in its dead-letter queue; refusedCommand is a warned one. */
+const ordinary = (ep: string): DeadLetterSeed => ({
   message: { messageId: randomUUID(), body: Buffer.from(eventBody('OrderPlaced', { orderId: 'o-2' })), applicationProperties: { [Prop.To]: ep, [Prop.MessageType]: MessageType.EventRequest, [Prop.EventId]: `e-${randomUUID()}` } },
   reason: 'MaxDeliveryCountExceeded',
 });
 
-/** Sends each message to `ep`'s topic in one session and dead-letters it from the main subscription; the dead letters, in order. */
-async function deadLetter(ep: string, messages: Array<{ message: ServiceBusMessage; reason: string }>): Promise<DeadLetterView[]> {
-  const client = stack.serviceBus.client;
-  const sessionId = `s-${randomUUID().slice(0, 8)}`;
-  const sender = client.createSender(ep);
-  try {
-    for (let i = 0; i < messages.length; i += 50) await sender.sendMessages(messages.slice(i, i + 50).map(({ message }) => ({ ...message, sessionId })));
-  } finally {
-    await sender.close();
-  }
-  const reasons = new Map(messages.map(({ message, reason }) => [String(message.messageId), reason]));
-  const receiver = await client.acceptSession(ep, ep, sessionId);
-  try {
-    while (reasons.size > 0) {
-      for (const m of await receiver.receiveMessages(50, { maxWaitTimeInMs: 5000 })) {
-        const reason = reasons.get(String(m.messageId));
-        if (reason === undefined) continue;
-        await receiver.deadLetterMessage(m, { deadLetterReason: reason, deadLetterErrorDescription: 'seeded' });
-        reasons.delete(String(m.messageId));
-      }
-    }
-  } finally {
-    await receiver.close();
-  }
-  const ids = messages.map(({ message }) => String(message.messageId));
+/** Dead-letters each message from `ep`'s main subscription (mainDeadLetters.ts); the dead letters, in order. */
+async function deadLetter(ep: string, seeds: DeadLetterSeed[]): Promise<DeadLetterView[]> {
+  await deadLetterOnMain(stack.serviceBus.client, ep, seeds);
+  const ids = seeds.map(({ message }) => String(message.messageId));
   const found = await inQueue(ep, ids);
   assert.equal(found.length, ids.length, 'every seeded dead letter is in the queue');
   return found;

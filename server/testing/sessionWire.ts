@@ -4,11 +4,12 @@
 // topic). The emulator routes and forwards within the send, so every command whose send has returned is ahead of
 // the marker in the session. The tests' own loops ended at a receive that stayed empty for 1.5 s, after batches
 // that each wait a second past their first message (the client's batching receiver): 2.5 s per read, on the
-// order of twenty reads in a file.
+// order of twenty reads in a file. Its sender's and receiver's closes are bounded (closeBounded.ts).
 import { randomUUID } from 'node:crypto';
 import assert from 'node:assert/strict';
 import type { ServiceBusClient, ServiceBusReceivedMessage } from '@azure/service-bus';
 import { Prop, Topic } from '@nimbus/sdk/contract';
+import { closeBounded } from './closeBounded.ts';
 
 /** Only bounds a failing read: the marker is in the session before the receiver opens. */
 const MARKER_WAIT_MS = 60_000;
@@ -24,7 +25,7 @@ export async function drainSession(client: ServiceBusClient, endpointId: string,
   try {
     await sender.sendMessages({ messageId: marker, sessionId, body: 'end of wire', applicationProperties: { [Prop.To]: endpointId } });
   } finally {
-    await sender.close();
+    await closeBounded('the end marker sender', sender);
   }
   const got: ServiceBusReceivedMessage[] = [];
   const receiver = await client.acceptSession(endpointId, endpointId, sessionId, {
@@ -41,7 +42,7 @@ export async function drainSession(client: ServiceBusClient, endpointId: string,
       got.push(m);
     }
   } finally {
-    await receiver.close();
+    await closeBounded('the session wire receiver', receiver);
   }
 }
 

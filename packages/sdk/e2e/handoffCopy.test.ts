@@ -9,47 +9,57 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { encodeBody, eventBody, MessageType } from '@nimbus/sdk/contract';
 import { HandlerRegistry } from '@nimbus/sdk';
-import { storyOf, withHarness } from './harness.ts';
+import { storyOf, withHarness, type Harness } from './harness.ts';
 
 type Customer = { customerId: string; n: number };
+
+/**
+ * Where both scenarios start: crm's handler fails E1 in session `S`, then hands off the operator's resubmission of it
+ * (MessageId 'resubmission-of-E1', job 1), so the session is blocked by that resubmission's delivery. `calls` goes on
+ * recording the handler's runs; `sendResubmissionAgain` sends the same resubmission (same MessageId) once more.
+ */
+async function resubmissionHandedOff(h: Harness, S: string) {
+  const calls: string[] = [];
+  h.host({
+    endpointId: 'crm',
+    handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e, ctx) => {
+      calls.push(`E${e.n}:${ctx.messageType}`);
+      if (ctx.messageType === MessageType.ResubmissionRequest)
+        ctx.markPendingHandoff('DMF import', `job-${calls.length}`);
+      else throw new Error('CRM rejected the customer');
+    }),
+  });
+  await h.publisher('shop').publish('CustomerUpdated', { customerId: S, n: 1 });
+  const failed = await h.resolver(S, 2);
+  assert.deepEqual(storyOf(failed).responses, ['ErrorResponse:E1']);
+  const e1 = String(failed[0]!.props.EventId);
+
+  const resubmission = {
+    eventId: e1,
+    sessionId: S,
+    eventTypeId: 'CustomerUpdated',
+    messageId: 'resubmission-of-E1',
+  };
+  const body = eventBody('CustomerUpdated', { customerId: S, n: 1 });
+  const sendResubmission = () => h.managerCommand('crm', MessageType.ResubmissionRequest, resubmission, body);
+  await sendResubmission();
+  assert.deepEqual(
+    (await h.resolver(S, 2)).map((r) => r.type),
+    [MessageType.ResubmissionRequest, MessageType.PendingHandoffResponse],
+  );
+  return { calls, e1, sendResubmissionAgain: sendResubmission };
+}
 
 test('a late copy of a resubmission that handed off does not run the handler again', async () => {
   await withHarness(async (h) => {
     const S = 'HC-1';
-    const calls: string[] = [];
-    h.host({
-      endpointId: 'crm',
-      handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e, ctx) => {
-        calls.push(`E${e.n}:${ctx.messageType}`);
-        if (ctx.messageType === MessageType.ResubmissionRequest)
-          ctx.markPendingHandoff('DMF import', `job-${calls.length}`);
-        else throw new Error('CRM rejected the customer');
-      }),
-    });
-    await h.publisher('shop').publish('CustomerUpdated', { customerId: S, n: 1 });
-    const failed = await h.resolver(S, 2);
-    assert.deepEqual(storyOf(failed).responses, ['ErrorResponse:E1']);
-    const e1 = String(failed[0]!.props.EventId);
-
-    const resubmission = {
-      eventId: e1,
-      sessionId: S,
-      eventTypeId: 'CustomerUpdated',
-      messageId: 'resubmission-of-E1',
-    };
-    const body = eventBody('CustomerUpdated', { customerId: S, n: 1 });
-    await h.managerCommand('crm', MessageType.ResubmissionRequest, resubmission, body);
-    const handedOff = await h.resolver(S, 2);
-    assert.deepEqual(
-      handedOff.map((r) => r.type),
-      [MessageType.ResubmissionRequest, MessageType.PendingHandoffResponse],
-    );
+    const { calls, e1, sendResubmissionAgain } = await resubmissionHandedOff(h, S);
     const blocked = await h.sessionState('crm', S);
     assert.deepEqual([blocked.BlockedByEventId, blocked.BlockedByMessageId], [e1, 'resubmission-of-E1']);
 
     // The late copy, then a marker behind it: everything it caused is in the Resolver session before the marker's
     // answer (the endpoint handles its session in order).
-    await h.managerCommand('crm', MessageType.ResubmissionRequest, resubmission, body);
+    await sendResubmissionAgain();
     const rest = await h.resolverRestAfterMarker(S, ['crm']);
     // Before: [ResubmissionRequest, PendingHandoffResponse], the handler run a second time (job 3).
     assert.deepEqual(
@@ -69,31 +79,7 @@ test('a late copy of a resubmission that handed off does not run the handler aga
 test('a replay of a resubmission whose handoff failed runs the handler again', async () => {
   await withHarness(async (h) => {
     const S = 'HC-2';
-    const calls: string[] = [];
-    h.host({
-      endpointId: 'crm',
-      handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e, ctx) => {
-        calls.push(`E${e.n}:${ctx.messageType}`);
-        if (ctx.messageType === MessageType.ResubmissionRequest)
-          ctx.markPendingHandoff('DMF import', `job-${calls.length}`);
-        else throw new Error('CRM rejected the customer');
-      }),
-    });
-    await h.publisher('shop').publish('CustomerUpdated', { customerId: S, n: 1 });
-    const failed = await h.resolver(S, 2);
-    const e1 = String(failed[0]!.props.EventId);
-    const resubmission = {
-      eventId: e1,
-      sessionId: S,
-      eventTypeId: 'CustomerUpdated',
-      messageId: 'resubmission-of-E1',
-    };
-    const body = eventBody('CustomerUpdated', { customerId: S, n: 1 });
-    await h.managerCommand('crm', MessageType.ResubmissionRequest, resubmission, body);
-    assert.deepEqual(
-      (await h.resolver(S, 2)).map((r) => r.type),
-      [MessageType.ResubmissionRequest, MessageType.PendingHandoffResponse],
-    );
+    const { calls, e1, sendResubmissionAgain } = await resubmissionHandedOff(h, S);
 
     await h.managerCommand(
       'crm',
@@ -112,7 +98,7 @@ test('a replay of a resubmission whose handoff failed runs the handler again', a
     );
 
     // The replay, then a marker behind it (the endpoint handles its session in order).
-    await h.managerCommand('crm', MessageType.ResubmissionRequest, resubmission, body);
+    await sendResubmissionAgain();
     const rest = await h.resolverRestAfterMarker(S, ['crm']);
     // Before: [ResubmissionRequest] only, the handler not run, the session still blocked under a Failed row.
     assert.deepEqual(
