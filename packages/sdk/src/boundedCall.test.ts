@@ -1,6 +1,7 @@
 // boundedCall and BoundedLink: a call that never answers is given up after its bound with its signal aborted (so a
-// client call that takes one drops its request), and a link whose call timed out fails later calls at once. The
-// session delivery port uses them for every broker call of a delivery.
+// client call that takes one drops its request), a link whose call timed out fails later calls at once, and one
+// given a stop signal refuses calls once it aborts. The session delivery port uses them for every broker call of a
+// delivery.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type {
@@ -96,6 +97,25 @@ describe('BoundedLink', () => {
     const link = new BoundedLink(60_000);
     await assert.rejects(link.run('sending', () => Promise.reject(new Error('refused'))), /refused/);
     assert.equal(link.lost, false);
+  });
+
+  test('once its stop signal aborts, a call not yet started is refused without being made; the one running keeps going', async () => {
+    const stop = new AbortController();
+    const link = new BoundedLink(60_000, undefined, { stopSignal: stop.signal, attemptAfterLoss: () => true });
+    let answer!: (value: string) => void;
+    const running = link.run('sending', () => new Promise<string>((r) => (answer = r)));
+    stop.abort(new Error('subscriber host stopping'));
+    let called = false;
+    await assert.rejects(
+      link.run('dead-lettering', async () => {
+        called = true;
+      }),
+      /dead-lettering not attempted: subscriber host stopping/,
+    );
+    assert.equal(called, false);
+    answer('sent');
+    assert.equal(await running, 'sent');
+    assert.equal(link.lost, false, 'a refused call says nothing about the connection');
   });
 });
 

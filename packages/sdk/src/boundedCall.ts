@@ -91,22 +91,26 @@ export function boundedCall<T>(
  * a delivery whose completion met a dropped connection would otherwise wait once more for every step after it.
  * When `attemptAfterLoss` answers true for the call that timed out, later calls are still made, each with its own
  * bound: for a delivery whose later steps matter more than the time they may cost (the last one the budget allows,
- * whose dead-letter notification tells the Resolver).
+ * whose dead-letter notification tells the Resolver). Once `stopSignal` aborts, a call not yet started is refused at
+ * once (one already running keeps its bound): for the calls whose wait a stop must not add to (the subscriber host's
+ * walk behind a call given up, where each would otherwise wait out its bound on a silent connection).
  */
 export class BoundedLink {
   private timedOut: OperationTimeoutError | undefined;
   private readonly timeoutMs: number;
   private readonly consequence: string | undefined;
   private readonly attemptAfterLoss: (lostTo: OperationTimeoutError) => boolean;
+  private readonly stopSignal: AbortSignal | undefined;
 
   constructor(
     timeoutMs: number,
     consequence?: string,
-    options: { attemptAfterLoss?: (lostTo: OperationTimeoutError) => boolean } = {},
+    options: { attemptAfterLoss?: (lostTo: OperationTimeoutError) => boolean; stopSignal?: AbortSignal | undefined } = {},
   ) {
     this.timeoutMs = timeoutMs;
     this.consequence = consequence;
     this.attemptAfterLoss = options.attemptAfterLoss ?? (() => false);
+    this.stopSignal = options.stopSignal;
   }
 
   /** True once a call over this link has timed out. */
@@ -120,6 +124,12 @@ export class BoundedLink {
   }
 
   run<T>(what: string, call: (abortSignal: AbortSignal) => Promise<T>): Promise<T> {
+    if (this.stopSignal?.aborted) {
+      const reason: unknown = this.stopSignal.reason;
+      return Promise.reject(
+        new Error(`${what} not attempted: ${reason instanceof Error ? reason.message : 'stopping'}`, { cause: reason }),
+      );
+    }
     const lostTo = this.timedOut;
     if (lostTo && !this.attemptAfterLoss(lostTo))
       return Promise.reject(new Error(`${what} not attempted: ${lostTo.message}`, { cause: lostTo }));

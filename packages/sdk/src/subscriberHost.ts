@@ -3,7 +3,12 @@
 // time in order, release it when idle or shortly before its lock-renewal horizon (sessionLockHorizon.ts), repeat.
 // Broker errors back off; stop() lets in-flight deliveries settle.
 // start() checks the subscriptions exist first; the host runs the endpoint's deferred processor too (one start/stop).
-import type { ServiceBusClient, ServiceBusSender, ServiceBusSessionReceiver } from '@azure/service-bus';
+import type {
+  ServiceBusClient,
+  ServiceBusReceivedMessage,
+  ServiceBusSender,
+  ServiceBusSessionReceiver,
+} from '@azure/service-bus';
 import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { Subscription } from './contract/index.ts';
@@ -227,7 +232,9 @@ export class SubscriberHost implements AsyncDisposable {
    * takes the budget path instead (the notification to the Resolver, then the SDK's own dead-letter; the
    * dispatcher's cancelledOnLastDelivery). Returns within about `acceptWaitMs` plus the settlements in flight (each broker call of which waits at
    * most `operationTimeoutMs`); on a connection gone silent, within the settlements plus about twice
-   * `operationTimeoutMs` (the accepts, then the closes).
+   * `operationTimeoutMs` (the accepts, then the closes). A walk behind a broker call given up starts no new call once
+   * stopping: stop() waits for the call in flight (one bound), and the rest of that batch is left to the broker (one
+   * warning counts it; those on their last delivery are then dead-lettered by the broker, unannounced).
    */
   async stop(options: { waitForPendingAccepts?: boolean } = {}): Promise<void> {
     if (!this.started) return;
@@ -430,7 +437,16 @@ export class SubscriberHost implements AsyncDisposable {
         let givenUp: { signal: AbortSignal; error: Error } | undefined;
         // Whether a message of the rest already went back untouched (deliveries left): see replayed copies below.
         let wentBack = false;
-        for (const message of messages) {
+        for (const [index, message] of messages.entries()) {
+          // Stopping during a walk behind a broker call given up: no new broker call is started. On a silent
+          // connection each call of the walk waits out its bound (up to five for a message on its last delivery), and
+          // stop() waited for the whole walk: minutes. The rest goes back with the session, as on any stop; those on
+          // their last delivery are then dead-lettered by the broker without a word to the Resolver, which is what
+          // the warning counts. Test: packages/sdk/e2e/batchGivenUpStop.test.ts.
+          if (givenUp && this.stopping) {
+            this.warnWalkCut(receiver.sessionId, messages.slice(index));
+            break;
+          }
           // A lock known lost (the broker refused a call of the session with SessionLockLost, closed the receiver, or
           // the lock's expiry passed): the rest of the batch is the broker's again, counted a delivery each, and may
           // be with another receiver already. A handler run now has its effects and then cannot settle - the message
@@ -441,7 +457,7 @@ export class SubscriberHost implements AsyncDisposable {
           const lockLost = lockGone ? undefined : lock.lost();
           if (lockLost) {
             this.log.warn(
-              { endpointId: this.options.endpointId, sessionId: receiver.sessionId, why: lockLost, left: messages.length - messages.indexOf(message) },
+              { endpointId: this.options.endpointId, sessionId: receiver.sessionId, why: lockLost, left: messages.length - index },
               'session lock lost during a batch: the rest of the batch is not started and comes back with the session',
             );
             lockGone = AbortSignal.abort(new Error('session lock lost'));
@@ -474,6 +490,9 @@ export class SubscriberHost implements AsyncDisposable {
           // completion may have landed, so a budget notification would contradict the answer the Resolver has.
           const link = new BoundedLink(this.operationTimeoutMs, 'the delivery is left for redelivery', {
             attemptAfterLoss: (lostTo) => last && lostTo.operation !== COMPLETING_THE_MESSAGE,
+            // In the walk behind a call given up, a stop refuses the calls not started yet (the one running keeps its
+            // bound), so stop() waits for at most one call of the walk (above).
+            stopSignal: givenUp ? signal : undefined,
           });
           const port = sessionDeliveryPort(receiver, this.sender!, state, message, {
             link,
@@ -602,6 +621,24 @@ export class SubscriberHost implements AsyncDisposable {
       }
     }
     return false;
+  }
+
+  /**
+   * What a stop left undone of a walk behind a broker call given up (once per batch; counts only, no payload): the
+   * messages not reached, and how many of them the broker will dead-letter at the release (MaxDeliveryCountExceeded,
+   * its own description) with no notification to the Resolver: their rows stay Pending, for Reconcile.
+   */
+  private warnWalkCut(sessionId: string, rest: readonly ServiceBusReceivedMessage[]): void {
+    const max = this.options.maxDeliveryCount ?? DEFAULT_MAX_DELIVERY_COUNT;
+    this.log.warn(
+      {
+        endpointId: this.options.endpointId,
+        sessionId,
+        notWalked: rest.length,
+        onLastDelivery: rest.filter((m) => isLastDelivery(m.deliveryCount, max)).length,
+      },
+      'stopping during the walk behind a broker call given up: the rest of the batch is left to the broker (it comes back with the session; those on their last delivery are dead-lettered by the broker, without a notification to the Resolver)',
+    );
   }
 
   private logHorizonRelease(receiver: ServiceBusSessionReceiver, lastBatchMs: number): void {
