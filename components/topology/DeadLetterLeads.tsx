@@ -94,16 +94,47 @@ export function WarnedSummary({ p, included }: { p: ReplayPreview; included: boo
 
 /**
  * The operator's opt-in to replay the warned ones too (the request's `includeWarned`): off by default, shown only when
- * the preview has any. Changing it asks for a new preview, so the counts and the confirm button are the server's.
+ * the preview has any that it would send (`warnedToSend`: an uncertain one stays in the queue either way). Changing it
+ * asks for a new preview, so the counts and the confirm button are the server's.
  */
 export function IncludeWarnedOption({ p, included, busy, onChange }: { p: ReplayPreview; included: boolean; busy: boolean; onChange: (include: boolean) => void }) {
-  if (p.warned === 0) return null;
+  if (p.warnedToSend === 0) return null;
   return (
     <label className="mt-2 flex items-start gap-2 text-amber-900" data-include-warned>
       <input type="checkbox" className="mt-1" checked={included} disabled={busy} onChange={(e) => onChange(e.target.checked)} />
       <span>
-        Also replay {p.warned} dead letter{p.warned === 1 ? '' : 's'} that will likely be refused again
+        Also replay {p.warnedToSend} dead letter{p.warnedToSend === 1 ? '' : 's'} that will likely be refused again
       </span>
     </label>
+  );
+}
+
+/**
+ * "Resend anyway" on an uncertain dead letter that is also warned (`replayWarning`): why the copy will likely be
+ * refused again, and the explicit choice to send it regardless (the request's `includeWarned`), off by default. Before,
+ * the dialog said nothing of it and its request, without `includeWarned`, was refused 409 `replay-warned`.
+ */
+export function ResendWarnedOption({ d, chosen, busy, onChange }: { d: Pick<DeadLetter, 'replayWarning' | 'event'>; chosen: boolean; busy: boolean; onChange: (chosen: boolean) => void }) {
+  if (!d.replayWarning) return null;
+  return (
+    <div className="mt-2 rounded border border-amber-300 bg-amber-50 p-2 text-amber-900" data-resend-warned={d.replayWarning.code}>
+      <p>
+        <b>It will likely be refused again:</b> {d.replayWarning.text}
+        {d.event && (
+          <>
+            {' '}
+            (
+            <Link href={eventHref(d.event.endpointId, d.event.eventId)} className="text-sky-700 hover:underline">
+              open event {d.event.eventId}
+            </Link>
+            ).
+          </>
+        )}
+      </p>
+      <label className="mt-1 flex items-start gap-2">
+        <input type="checkbox" className="mt-1" checked={chosen} disabled={busy} onChange={(e) => onChange(e.target.checked)} />
+        <span>Resend it although it will likely be refused again</span>
+      </label>
+    </div>
   );
 }

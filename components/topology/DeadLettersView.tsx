@@ -5,7 +5,8 @@
 // queue left: the page says so and scans on. Replay of the selected dead letters or of all matching the filter
 // goes preview → confirm → progress → result; a failed confirm shows its error in the dialog, which stays open.
 // Dead letters whose replay is futile (`replayWarning`) are left out unless the operator ticks the preview's opt-in,
-// which previews again with `includeWarned` so the confirm button states what is sent, warned ones included.
+// which previews again with `includeWarned` so the confirm button states what is sent, warned ones included; an
+// uncertain one's "Resend anyway" on a warned one needs its own explicit choice, which sends `includeWarned`.
 // Purge states the count and asks for the typed `topic/subscription`. A dead letter whose replay died during its
 // send is shown as uncertain with the evidence from the replay journal; it is sent again (or removed as
 // delivered) only on the operator's explicit decision, which the server audits.
@@ -16,8 +17,8 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ConfirmDialog } from '../ConfirmDialog.tsx';
 import { ApiError } from '../api.ts';
 import { countOf, ErrorBox, Timestamp } from '../format.tsx';
-import { DeadLetterEventLink, IncludeWarnedOption, PermanentFailuresWarning, ReplayWarningNote, WarnedSummary } from './DeadLetterLeads.tsx';
-import { withoutWarned } from './withoutWarned.ts';
+import { DeadLetterEventLink, IncludeWarnedOption, PermanentFailuresWarning, ReplayWarningNote, ResendWarnedOption, WarnedSummary } from './DeadLetterLeads.tsx';
+import { replayConfirmLabel, withoutWarned } from './withoutWarned.ts';
 import { opsApi, type DeadLetter, type ReplayOperation, type ReplayPreview, type ReplaySelection, type UncertainDecision, type UncertainEvidence } from './opsApi.ts';
 import { TypedConfirmDialog } from './TypedConfirmDialog.tsx';
 import { useCan } from '../audit/accessApi.ts';
@@ -50,6 +51,9 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
   const [purging, setPurging] = useState(false);
   const [notice, setNotice] = useState<string | null>(null);
   const [deciding, setDeciding] = useState<{ item: DeadLetter; kind: UncertainDecision } | null>(null);
+  // "Resend anyway" on a warned dead letter: the operator's explicit choice to send it although it will likely be refused again.
+  const [resendWarned, setResendWarned] = useState(false);
+  const needsResendChoice = deciding?.kind === 'resend' && deciding.item.replayWarning !== null;
   // The opt-in to replay warned dead letters too is part of the previewed selection, so what is confirmed is what was previewed.
   const includeWarned = preview?.selection.includeWarned === true;
 
@@ -88,13 +92,20 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
     if (finished) void client.invalidateQueries({ queryKey: queryKeys.deadLetters(topic, subscription) });
   }, [finished, client, topic, subscription]);
   const decide = useMutation({
-    mutationFn: (d: { item: DeadLetter; kind: UncertainDecision }) => opsApi.replay(topic, subscription, { sequenceNumbers: [d.item.sequenceNumber], uncertain: d.kind }),
+    mutationFn: (d: { item: DeadLetter; kind: UncertainDecision; includeWarned: boolean }) =>
+      opsApi.replay(topic, subscription, { sequenceNumbers: [d.item.sequenceNumber], uncertain: d.kind, ...(d.includeWarned ? { includeWarned: true } : {}) }),
     onSuccess: (r) => {
       setDeciding(null);
       setLostOperation(null);
       setOperationId(r.operationId);
     },
   });
+  // A decision's dialog opens without an earlier one's error and with the resend choice off.
+  const openDecision = (d: { item: DeadLetter; kind: UncertainDecision }) => {
+    decide.reset();
+    setResendWarned(false);
+    setDeciding(d);
+  };
   const purge = useMutation({
     mutationFn: (typed: string) => opsApi.action(topic, subscription, 'purge', typed),
     onSuccess: (r) => {
@@ -227,10 +238,10 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
                   {d.replay.evidence ? <Evidence e={d.replay.evidence} /> : null}
                   <p className="mt-1">A replay never sends it again by itself. Check the receiving side for MessageId {d.messageId}, then decide:</p>
                   {mayReplay && <div className="mt-1 flex gap-2">
-                    <button type="button" onClick={() => setDeciding({ item: d, kind: 'markDelivered' })} className="rounded border border-amber-400 bg-white px-2 py-0.5 hover:bg-amber-100">
+                    <button type="button" onClick={() => openDecision({ item: d, kind: 'markDelivered' })} className="rounded border border-amber-400 bg-white px-2 py-0.5 hover:bg-amber-100">
                       Remove as delivered…
                     </button>
-                    <button type="button" onClick={() => setDeciding({ item: d, kind: 'resend' })} className="rounded border border-amber-400 bg-white px-2 py-0.5 hover:bg-amber-100">
+                    <button type="button" onClick={() => openDecision({ item: d, kind: 'resend' })} className="rounded border border-amber-400 bg-white px-2 py-0.5 hover:bg-amber-100">
                       Resend anyway…
                     </button>
                   </div>}
@@ -272,7 +283,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
       {preview && (
         <ConfirmDialog
           title={`Replay ${preview.result.count}${preview.result.truncated ? '+' : ''} dead letter${preview.result.count === 1 ? '' : 's'}`}
-          confirmLabel={includeWarned && preview.result.warned > 0 ? `Replay ${preview.result.toSend}, including ${preview.result.warned} likely refused again` : `Replay ${preview.result.toSend}`}
+          confirmLabel={replayConfirmLabel(preview.result, includeWarned)}
           busy={start.isPending || previewMutation.isPending}
           disabled={preview.result.toSend + preview.result.alreadySent === 0}
           onCancel={() => {
@@ -328,11 +339,13 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
           confirmLabel={deciding.kind === 'resend' ? 'Resend anyway' : 'Remove without sending'}
           danger
           busy={decide.isPending}
+          // A warned one is resent only on the explicit choice below, never by the confirm alone.
+          disabled={needsResendChoice && !resendWarned}
           onCancel={() => {
             decide.reset();
             setDeciding(null);
           }}
-          onConfirm={() => decide.mutate(deciding)}
+          onConfirm={() => decide.mutate({ ...deciding, includeWarned: needsResendChoice && resendWarned })}
         >
           <p>
             Dead letter #{deciding.item.sequenceNumber} (MessageId <span className="font-mono">{deciding.item.messageId}</span>) was being sent when its replay stopped;
@@ -345,6 +358,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
               : 'The dead letter is removed without sending. If the first copy did not arrive, the message is gone.'}{' '}
             Your decision is recorded in the audit log.
           </p>
+          {deciding.kind === 'resend' && <ResendWarnedOption d={deciding.item} chosen={resendWarned} busy={decide.isPending} onChange={setResendWarned} />}
           <ErrorBox error={decide.error} />
         </ConfirmDialog>
       )}

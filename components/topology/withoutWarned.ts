@@ -1,5 +1,6 @@
-// The selection a confirmed replay sends after its preview, kept apart from the dialog's components so the server's
-// tests exercise the very function the console uses (server/subscriptions/replayWarnedListed.test.ts).
+// The selection a confirmed replay sends after its preview, and its confirm button's label, kept apart from the
+// dialog's components so the server's tests exercise the very functions the console uses
+// (server/subscriptions/replayWarnedListed.test.ts, replayWarnedJournal.test.ts).
 import type { ReplayPreview, ReplaySelection } from './opsApi.ts';
 
 /**
@@ -8,6 +9,15 @@ import type { ReplayPreview, ReplaySelection } from './opsApi.ts';
  * preview's uncapped `warnedSequenceNumbers` (its `warnedItems` stop at 100, so with more warned ones ticked the
  * replay was refused before). A filter or the whole queue is sent as it is (the server skips them).
  */
+/**
+ * The preview's confirm button: what will be sent, and with the opt-in how many of those will likely be refused again
+ * (`warnedToSend`: not the uncertain warned ones, left in the queue, nor already-sent ones, only removed; before, the
+ * button named every warned one selected).
+ */
+export function replayConfirmLabel(p: Pick<ReplayPreview, 'toSend' | 'warnedToSend'>, includeWarned: boolean): string {
+  return includeWarned && p.warnedToSend > 0 ? `Replay ${p.toSend}, including ${p.warnedToSend} likely refused again` : `Replay ${p.toSend}`;
+}
+
 export function withoutWarned(sel: ReplaySelection, p: Pick<ReplayPreview, 'warnedSequenceNumbers'>): ReplaySelection {
   if (sel.includeWarned === true || !sel.sequenceNumbers || p.warnedSequenceNumbers.length === 0) return sel;
   const warned = new Set(p.warnedSequenceNumbers);

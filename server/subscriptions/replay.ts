@@ -100,9 +100,16 @@ export interface ReplayPreview {
   permanentFailures: number;
   /**
    * Of `count`: marked with a `replayWarning` (replaying them unchanged is futile or harmful). Without `includeWarned`
-   * they are skipped, left in the queue, and not in `toSend`; with it they are replayed as any other.
+   * they are skipped, left in the queue, and not in `toSend`; with it they are replayed as any other. Not those whose
+   * copy the journal records as sent: a replay only removes them (counted in `alreadySent`), the warning is about a send.
    */
   warned: number;
+  /**
+   * Of `warned`: those a replay with `includeWarned` sends - not the uncertain ones (left in the queue unless the
+   * decision is `resend`). The count of the opt-in and of the confirm button's "including M likely refused again";
+   * before, those said `warned`, the uncertain and already-sent ones included.
+   */
+  warnedToSend: number;
   /** The warned ones with their warning and event (at most 100), for the preview's links to the event pages. */
   warnedItems: WarnedDeadLetter[];
   /**
@@ -194,6 +201,7 @@ export async function previewReplay(
   const warnedSequenceNumbers: string[] = [];
   const listed = (sel.sequenceNumbers?.length ?? 0) > 0;
   let warned = 0;
+  let warnedToSend = 0;
   let truncated = false;
   try {
     let batch = await receiver.peekMessages(100, { fromSequenceNumber: sequenceNumber('0') });
@@ -207,18 +215,21 @@ export async function previewReplay(
         }
         count++;
         if (v.permanentFailure) permanentFailures++;
-        if (v.replayWarning) {
+        const record = open.get(recordIdOf(v));
+        const verdict = verdictOf(record);
+        // As runReplay decides: a warned one whose copy is out is only removed, so the warning (about a send) does not hold.
+        const warning = verdict === 'alreadySent' ? null : v.replayWarning;
+        if (warning) {
           warned++;
-          if (warnedItems.length < MAX_UNCERTAIN_LISTED) warnedItems.push(warnedOf(v, v.replayWarning));
+          if (verdict !== 'uncertain' || sel.uncertain === 'resend') warnedToSend++;
+          if (warnedItems.length < MAX_UNCERTAIN_LISTED) warnedItems.push(warnedOf(v, warning));
           if (listed) warnedSequenceNumbers.push(v.sequenceNumber);
         }
-        if (v.replayWarning && sel.includeWarned !== true) {
-          // Skipped by the replay (runReplay): no journal, no copy, reaches nobody.
+        if (warning && sel.includeWarned !== true) {
+          // Skipped by the replay (runReplay): no claim, no copy, reaches nobody.
           if (sample.length < 20) sample.push({ sequenceNumber: v.sequenceNumber, messageId: v.messageId, reason: v.reason, enqueuedAt: v.enqueuedAt });
           continue;
         }
-        const record = open.get(recordIdOf(v));
-        const verdict = verdictOf(record);
         if (verdict === 'alreadySent') alreadySent++;
         if (verdict === 'uncertain') {
           uncertain++;
@@ -248,7 +259,7 @@ export async function previewReplay(
     .map(([s, e]) => ({ subscription: s, count: e.yes + e.unknown, certain: e.unknown === 0 }))
     .sort((a, b) => a.subscription.localeCompare(b.subscription));
   const toSend = count - alreadySent - (sel.uncertain === 'resend' ? 0 : uncertain) - (sel.includeWarned === true ? 0 : warned);
-  return { topic, subscription, count, alreadySent, uncertain, toSend, permanentFailures, warned, warnedItems, warnedSequenceNumbers, uncertainItems: await uncertainEvidence(docs, uncertainFound), truncated, sample, alsoReaches };
+  return { topic, subscription, count, alreadySent, uncertain, toSend, permanentFailures, warned, warnedToSend, warnedItems, warnedSequenceNumbers, uncertainItems: await uncertainEvidence(docs, uncertainFound), truncated, sample, alsoReaches };
 }
 
 /**
@@ -611,19 +622,28 @@ async function runReplay(
   };
 
   /**
-   * A warned dead letter under a `markDelivered` decision: removed without sending when, and only when, the journal
-   * holds it `sending` (uncertain). False leaves it to be skipped as any warned one: it has no claim (the request
-   * would send it - replayOne would claim it), or a state the decision does not apply to, or the journal did not answer.
+   * A warned dead letter (not `includeWarned`) dealt with without a send, when the journal says none is needed: its
+   * copy recorded as sent (`sent`/`done`) is removed as an un-warned one is (counted `alreadySent`), and under a
+   * `markDelivered` decision an uncertain one (`sending`) is removed as delivered. The warning is about a send, so it
+   * holds back neither; before, a filter replay checked the warning first and skipped an already-sent one, left in
+   * the queue. False leaves it to be skipped: it has no record (replayOne would claim and send it), it is uncertain
+   * without that decision, or the journal did not answer.
    */
-  const markDeliveredWarned = async (m: ServiceBusReceivedMessage, v: DeadLetterView): Promise<boolean> => {
+  const settleWarned = async (m: ServiceBusReceivedMessage, v: DeadLetterView): Promise<boolean> => {
     let entry: JournalEntry | null;
     try {
       entry = await journal.get({ topic, subscription, sequenceNumber: v.sequenceNumber, messageId: v.messageId });
     } catch (err) {
-      op.error = `replay journal unavailable, decision not applied: ${errorText(err, 'store error')}`;
+      op.error = `replay journal unavailable, a warned dead letter left in the queue: ${errorText(err, 'store error')}`;
       return false;
     }
-    if (!entry || entry.record.state !== 'sending') return false;
+    if (!entry) return false;
+    if (entry.record.state !== 'sending') {
+      op.alreadySent++;
+      await completeSent(m, entry.record.state === 'sent' ? entry : null);
+      return true;
+    }
+    if (decision !== 'markDelivered') return false;
     await decide(m, v, entry, 'markDelivered');
     return true;
   };
@@ -713,9 +733,9 @@ async function runReplay(
           continue;
         }
         if (v.replayWarning && selection.includeWarned !== true) {
-          // An operator's "remove as delivered" on an uncertain one sends nothing, so the warning (about a send) does
-          // not hold it back; anything else about it would send, and it is left.
-          if (decision === 'markDelivered' && (await markDeliveredWarned(m, v))) {
+          // Its copy already out, or an operator's "remove as delivered" on an uncertain one: nothing is sent, so the
+          // warning (about a send) does not hold it back; anything else about it would send, and it is left.
+          if (await settleWarned(m, v)) {
             await save(false);
             continue;
           }

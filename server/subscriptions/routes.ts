@@ -207,7 +207,7 @@ async function refuseWarned(ctx: ConsoleContext, p: z.output<typeof subscription
   if (sel.includeWarned === true || !sel.sequenceNumbers || sel.sequenceNumbers.length === 0) return;
   const listed = sel.sequenceNumbers;
   let warned = await onSubscription(p, () => warnedAmong(ctx.serviceBus.client, p.topic, p.subscription, listed));
-  if (warned.length > 0 && sel.uncertain === 'markDelivered') warned = await notUncertain(ctx, p, warned);
+  if (warned.length > 0) warned = await wouldSend(ctx, p, warned, sel.uncertain === 'markDelivered');
   if (warned.length === 0) return;
   const named = warned
     .slice(0, 5)
@@ -220,14 +220,18 @@ async function refuseWarned(ctx: ConsoleContext, p: z.output<typeof subscription
 }
 
 /**
- * The warned dead letters a `markDelivered` decision would still send: those the journal does not hold `sending`.
- * Removing an uncertain one as delivered sends nothing, so its warning (a send refused again) does not apply - the
- * console's "Remove as delivered" was refused with a 409 on it before. One with no claim is replayed as usual by such
- * a request (claimed and sent), so its warning stands; the run checks the journal again (runReplay).
+ * The warned dead letters the request would send, so their warning (a send refused again) stands: not those whose copy
+ * the journal records as sent (`sent`/`done`: a replay only removes them, as the preview counts them), and under a
+ * `markDelivered` decision not those it holds `sending` (removing an uncertain one as delivered sends nothing - the
+ * console's "Remove as delivered" was refused with a 409 on it before). One with no claim is replayed as usual
+ * (claimed and sent), so its warning stands; the run checks the journal again (runReplay settleWarned).
  */
-async function notUncertain(ctx: ConsoleContext, p: z.output<typeof subscriptionParams>, warned: WarnedDeadLetter[]): Promise<WarnedDeadLetter[]> {
+async function wouldSend(ctx: ConsoleContext, p: z.output<typeof subscriptionParams>, warned: WarnedDeadLetter[], markDelivered: boolean): Promise<WarnedDeadLetter[]> {
   const found = await journalOf(ctx).getMany(warned.map((w) => ({ topic: p.topic, subscription: p.subscription, sequenceNumber: w.sequenceNumber, messageId: w.messageId })));
-  return warned.filter((w) => found.get(w.sequenceNumber)?.record.state !== 'sending');
+  return warned.filter((w) => {
+    const state = found.get(w.sequenceNumber)?.record.state;
+    return state === undefined || (state === 'sending' && !markDelivered);
+  });
 }
 
 /**
