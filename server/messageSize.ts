@@ -24,18 +24,24 @@ export const sendableBodyBytes = (brokerBytes: number): number => brokerBytes - 
 /** The largest body the console sends on the Standard tier: BROKER_MESSAGE_BYTES less room for headers and properties. */
 export const MAX_SENT_BODY_BYTES = sendableBodyBytes(BROKER_MESSAGE_BYTES);
 
-/** 413 for a body of `bytes` over the limit (`what`: the settlement's result, the event's payload). */
-export function tooLarge(what: string, bytes: number, brokerBytes = BROKER_MESSAGE_BYTES): HttpError {
+/** What a 413 tells the caller to do, unless the caller says otherwise. */
+const SEND_SMALLER = 'send a smaller one, e.g. a reference to where the data is';
+
+/**
+ * 413 for a body of `bytes` over the limit (`what`: the settlement's result, the event's payload); `advice`: what to do
+ * instead (a claim already made cannot be cured by a smaller send alone).
+ */
+export function tooLarge(what: string, bytes: number, brokerBytes = BROKER_MESSAGE_BYTES, advice = SEND_SMALLER): HttpError {
   return new HttpError(
     413,
     'too large',
-    `${what} is ${bytes} bytes as sent; at most ${sendableBodyBytes(brokerBytes)} bytes are (Service Bus's ${brokerBytes / 1024} KB message limit, less 16 KB for the message's headers and properties); nothing was sent - send a smaller one, e.g. a reference to where the data is`,
+    `${what} is ${bytes} bytes as sent; at most ${sendableBodyBytes(brokerBytes)} bytes are (Service Bus's ${brokerBytes / 1024} KB message limit, less 16 KB for the message's headers and properties); nothing was sent - ${advice}`,
   );
 }
 
 /** Throws tooLarge when `bytes` is over the limit of a broker taking `brokerBytes` (default: the Standard tier's). */
-export function requireSendableSize(what: string, bytes: number, brokerBytes = BROKER_MESSAGE_BYTES): void {
-  if (bytes > sendableBodyBytes(brokerBytes)) throw tooLarge(what, bytes, brokerBytes);
+export function requireSendableSize(what: string, bytes: number, brokerBytes = BROKER_MESSAGE_BYTES, advice = SEND_SMALLER): void {
+  if (bytes > sendableBodyBytes(brokerBytes)) throw tooLarge(what, bytes, brokerBytes, advice);
 }
 
 /** A topic's size limit as Service Bus allows it: 256 KB (Standard) up to 100 MB (Premium). */

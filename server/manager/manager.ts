@@ -614,6 +614,7 @@ export class Manager {
     // handoff row; the re-send names the same one, found in the history.
     const handedOff = spec.kind === 'handoffComplete' || spec.kind === 'handoffFail' ? await this.#handedOffBeforeClaim(row) : undefined;
     const built = buildCommand(spec, row, answered, eventTypeId, payload, auditor, handedOff);
+    await this.#requireClaimSendable(spec, row, built);
     return this.#sendAndAudit(spec, row, built, answered, eventTypeId, payload, auditor, { previous: undefined, at: this.#now() }, origin);
   }
 
@@ -649,7 +650,26 @@ export class Manager {
     const payload = spec.kind === 'resubmit' ? row.payload : undefined;
     if (spec.kind === 'resubmit' && (payload === undefined || payload === null)) throw conflict('the claim has no stored payload to re-send; restore it instead');
     const built = buildCommand(spec, row, row.parentMessageId, row.eventTypeId, payload, auditor);
+    await this.#requireClaimSendable(spec, row, built);
     return this.#sendAndAudit(spec, row, built, row.parentMessageId, row.eventTypeId, payload, auditor, { previous: undefined, at: this.#now() });
+  }
+
+  /**
+   * The size pre-check of a re-send of an abandoned claim (#repeat, resendClaim), as a fresh command's before its
+   * claim: 413 naming the limit, and nothing sent, undone or audited - the claim stays as it was. Before, the re-send
+   * went to the broker, which refused it every time: each attempt wrote a CommandNotSent entry into the event's audit
+   * trail, answered "the claim stays until ... Reconcile repairs it", and Reconcile's re-send was that same refusal
+   * (repeatTooLarge.test.ts). A claim gets too large after it was made when the limit it was checked against is no
+   * longer the one known (another replica read a larger one, the endpoint topic's was not yet read) or when a console
+   * from before the pre-checks made it; its way out is a restore (Reconcile), then a smaller command.
+   */
+  async #requireClaimSendable(spec: CommandSpec, row: StatusRow, built: BuiltCommand): Promise<void> {
+    requireSendableSize(
+      sizeWhat(spec),
+      (built.message.body as Buffer).length,
+      await this.#brokerMessageBytes(),
+      `its claim stays as it was (Pending, no receipt): restore the event in Operations → Reconcile, then send a smaller one`,
+    );
   }
 
   /** Sends a command already built (building can throw: callers build before they claim) and writes its receipt. */
