@@ -175,10 +175,13 @@ export class Manager {
   readonly #failedSends = new Set<string>();
   /** The clock a claim's age is read on (tests move it past WITHHELD_UNDO_MS). */
   readonly #now: () => number;
-  /** The broker's per-message size as the console knows it now (server/messageSize.ts BrokerMessageSize). */
-  readonly #brokerMessageBytes: () => Promise<number>;
+  /**
+   * The broker's per-message size for a command to an endpoint as the console knows it now: the smaller of the
+   * Manager topic's and the endpoint topic's (server/messageSize.ts CommandMessageSize).
+   */
+  readonly #brokerMessageBytes: (endpointId: string) => Promise<number>;
 
-  constructor(options: { store: MessageStore; client: ServiceBusClient; now?: () => number; brokerMessageBytes?: () => Promise<number> }) {
+  constructor(options: { store: MessageStore; client: ServiceBusClient; now?: () => number; brokerMessageBytes?: (endpointId: string) => Promise<number> }) {
     this.#store = options.store;
     this.#client = options.client;
     this.#now = options.now ?? Date.now;
@@ -271,7 +274,7 @@ export class Manager {
       // refused it - a settlement was answered 503 and an agent retried it for ever, and an edited resubmit was
       // claimed (the event shown "being sent") before the refusal, each attempt a claim, an undo and a
       // CommandNotSent entry in the event's history (server/messageSize.ts; tooLarge.test.ts, resubmitTooLarge.test.ts).
-      requireSendableSize(sizeWhat(spec), (built.message.body as Buffer).length, await this.#brokerMessageBytes());
+      requireSendableSize(sizeWhat(spec), (built.message.body as Buffer).length, await this.#brokerMessageBytes(endpointId));
       const claimedAt = this.#now();
       const claim = await this.#store.writeStatus(claimWrite(spec, row, answered, eventTypeId, payload), claimExpectation(row));
       // Someone else changed the row between our read and our claim: decide again on the new version.
@@ -355,7 +358,10 @@ export class Manager {
       this.#rowCounts(targets, lot),
     ]);
     const claims: Array<{ k: number; row: StatusRow; eventTypeId: string | null; payload: unknown; built: BuiltCommand }> = [];
-    const brokerBytes = await this.#brokerMessageBytes();
+    // Per endpoint: a lot may span endpoints, and each endpoint's topic may take less than the Manager topic.
+    const endpointIds = [...new Set(lot.map((k) => targets[k]!.endpointId))];
+    const sizes = await Promise.all(endpointIds.map((id) => this.#brokerMessageBytes(id)));
+    const brokerBytes = new Map(endpointIds.map((id, i) => [id, sizes[i]!]));
     lot.forEach((k, i) => {
       const row = rows[i];
       // Only a fresh claim of the selected row, when it is the event's only row, is done here; anything else is
@@ -371,7 +377,7 @@ export class Manager {
       let built: BuiltCommand;
       try {
         built = buildCommand(spec, row, row.lastMessageId, row.eventTypeId, payload, auditor);
-        requireSendableSize(sizeWhat(spec), (built.message.body as Buffer).length, brokerBytes);
+        requireSendableSize(sizeWhat(spec), (built.message.body as Buffer).length, brokerBytes.get(row.endpointId)!);
       } catch (error) {
         out[k] = { ok: false, error };
         return;
@@ -667,7 +673,7 @@ export class Manager {
     requireSendableSize(
       sizeWhat(spec),
       (built.message.body as Buffer).length,
-      await this.#brokerMessageBytes(),
+      await this.#brokerMessageBytes(row.endpointId),
       `its claim stays as it was (Pending, no receipt): restore the event in Operations → Reconcile, then send a smaller one`,
     );
   }
