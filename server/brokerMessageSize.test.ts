@@ -3,9 +3,12 @@
 // A read is settled within its bound even when getTopic ignores the abort signal (before, every command and agent
 // publish awaiting the size hung with it), and a failed read is retried after the back-off (before, one failed read at
 // open held the console to 256 KB until it restarted). A 401/403 stays the Standard limit, saying why.
+// A Manager command's size is the smaller of the Manager topic's and its endpoint topic's (CommandMessageSize): an
+// endpoint topic not read (a failed read waiting for its retry, no Manage right, no size reported) leaves the Manager
+// topic's size as it was, never the Standard tier's; and a read that fails never lowers a size read before.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BROKER_MESSAGE_BYTES, BrokerMessageSize } from './messageSize.ts';
+import { BROKER_MESSAGE_BYTES, BrokerMessageSize, CommandMessageSize } from './messageSize.ts';
 
 type Admin = ConstructorParameters<typeof BrokerMessageSize>[0];
 const adminOf = (getTopic: () => Promise<unknown>) => ({ getTopic }) as unknown as Admin;
@@ -80,5 +83,72 @@ describe("the broker's message size", () => {
       assert.match(String(log.lines[0]!.o.reason), /no Manage right/);
       assert.equal(log.lines[0]!.o.statusCode, status);
     }
+  });
+});
+
+describe("a Manager command's size: the smaller of the Manager topic's and the endpoint topic's", () => {
+  /** A stand-in admin answering per topic; `calls` counts the reads of each. */
+  function topics(answers: Record<string, () => Promise<unknown>>) {
+    const calls: Record<string, number> = {};
+    const admin = { getTopic: (topic: string) => ((calls[topic] = (calls[topic] ?? 0) + 1), answers[topic]!()) } as unknown as Admin;
+    return { admin, calls };
+  }
+  const kb = (n: number) => () => Promise.resolve({ maxMessageSizeInKilobytes: n });
+
+  test('each endpoint topic read once, on its first command; the smaller size wins', async () => {
+    const { admin, calls } = topics({ Manager: kb(1024), small: kb(256), large: kb(4096), 'no-size': () => Promise.resolve({}), denied: () => Promise.reject(failure(401)) });
+    const log = recorder();
+    const manager = new BrokerMessageSize(admin, 'Manager', log);
+    const sizes = new CommandMessageSize(admin, manager, log);
+    assert.equal(await sizes.bytes('small'), 256 * 1024, 'the endpoint topic takes less');
+    assert.equal(await sizes.bytes('large'), 1024 * 1024, 'the Manager topic takes less');
+    assert.equal(await sizes.bytes('no-size'), 1024 * 1024, "no size reported: the Manager topic's stands for it");
+    assert.equal(await sizes.bytes('denied'), 1024 * 1024, "no Manage right on it: the Manager topic's stands for it");
+    for (const ep of ['small', 'large', 'no-size', 'denied']) await sizes.bytes(ep);
+    assert.deepEqual(calls, { Manager: 1, small: 1, large: 1, 'no-size': 1, denied: 1 }, 'each topic read once');
+    assert.deepEqual(
+      log.lines.filter((l) => l.level === 'warn').map((l) => [l.o.topic, l.m]),
+      [
+        ['no-size', "broker message size limit not read: the Manager topic's stands for it"],
+        ['denied', "broker message size limit not read: the Manager topic's stands for it"],
+      ],
+    );
+  });
+
+  test("an endpoint topic whose read failed keeps the Manager topic's size read before (not 256 KB) until its retry reads it", async () => {
+    let now = 0;
+    const answers: Array<() => Promise<unknown>> = [() => Promise.reject(failure(503)), kb(512)];
+    let reads = 0;
+    const { admin, calls } = topics({ Manager: kb(2048), ep: () => answers[reads++]!() });
+    const log = recorder();
+    const options = { rereadAfterMs: 60_000, now: () => now };
+    const sizes = new CommandMessageSize(admin, new BrokerMessageSize(admin, 'Manager', log, options), log, options);
+    assert.equal(await sizes.bytes('ep'), 2048 * 1024, "the endpoint topic's read failed: the Manager topic's 2 MB, not the Standard 256 KB");
+    now += 59_999;
+    assert.equal(await sizes.bytes('ep'), 2048 * 1024, 'while the failed read waits for its retry');
+    now += 1;
+    await sizes.bytes('ep'); // starts the re-read; the request does not wait for it
+    await sizes.idle();
+    assert.equal(await sizes.bytes('ep'), 512 * 1024, 'the re-read is used');
+    assert.deepEqual(calls, { Manager: 1, ep: 2 });
+  });
+
+  test("the Manager topic not read: the Standard 256 KB, whatever an endpoint topic reports", async () => {
+    const { admin } = topics({ Manager: () => Promise.reject(failure(503)), ep: kb(1024) });
+    const sizes = new CommandMessageSize(admin, new BrokerMessageSize(admin, 'Manager', recorder()), recorder());
+    assert.equal(await sizes.bytes('ep'), BROKER_MESSAGE_BYTES);
+  });
+
+  test('a size read is kept: no later read of the topic, so no failure can lower it', async () => {
+    let now = 0;
+    const { admin, calls } = topics({ Manager: kb(4096), ep: kb(8192) });
+    const options = { now: () => now };
+    const manager = new BrokerMessageSize(admin, 'Manager', recorder(), options);
+    const sizes = new CommandMessageSize(admin, manager, recorder(), options);
+    assert.equal(await sizes.bytes('ep'), 4096 * 1024);
+    now += 24 * 3_600_000;
+    assert.equal(await sizes.bytes('ep'), 4096 * 1024);
+    assert.equal(await manager.known(), 4096 * 1024);
+    assert.deepEqual(calls, { Manager: 1, ep: 1 });
   });
 });

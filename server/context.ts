@@ -8,7 +8,7 @@ import { createServiceBusClients, type ServiceBusClients } from '@nimbus/sdk/ser
 import { createStore, type MessageStore } from '../lib/store/index.ts';
 import { loadConsoleConfig, type ConsoleConfig } from './config.ts';
 import { Manager } from './manager/manager.ts';
-import { BrokerMessageSize } from './messageSize.ts';
+import { BrokerMessageSize, CommandMessageSize } from './messageSize.ts';
 import { log } from './log.ts';
 
 export interface ConsoleContext {
@@ -45,13 +45,15 @@ async function open(env: Record<string, string | undefined>): Promise<ConsoleCon
   // Started, not awaited: a page that reads only the store does not wait on the broker; a command awaits it (bounded).
   const brokerMessageSize = new BrokerMessageSize(serviceBus.admin, Topic.Manager, log);
   void brokerMessageSize.bytes();
+  // A command is held to the smaller of the Manager topic's size and its endpoint topic's (each read on first use).
+  const commandMessageSize = new CommandMessageSize(serviceBus.admin, brokerMessageSize, log);
   return {
     config,
     store,
     serviceBus,
     catalog,
     brokerMessageSize,
-    manager: new Manager({ store, client: serviceBus.client, brokerMessageBytes: () => brokerMessageSize.bytes() }),
+    manager: new Manager({ store, client: serviceBus.client, brokerMessageBytes: (endpointId) => commandMessageSize.bytes(endpointId) }),
   };
 }
 

@@ -10,7 +10,8 @@
 // Premium namespace reports what it was given (1 MB to 100 MB). Until it is read - no Manage right, a broker that
 // does not report it, a failed read (read again after a back-off) - it is Service Bus's Standard tier's 256 KB (the
 // embedded emulator's default), and a broker that refuses a smaller message for its size is answered 413 too
-// (isSizeRefusal).
+// (isSizeRefusal). A Manager command is forwarded from the Manager topic to its endpoint's topic, which may take less:
+// a command is held to the smaller of the two topics' sizes (CommandMessageSize).
 import { isServiceBusError, type ServiceBusAdministrationClient } from '@azure/service-bus';
 import { z } from 'zod';
 import { HttpError } from './http.ts';
@@ -24,18 +25,24 @@ export const sendableBodyBytes = (brokerBytes: number): number => brokerBytes - 
 /** The largest body the console sends on the Standard tier: BROKER_MESSAGE_BYTES less room for headers and properties. */
 export const MAX_SENT_BODY_BYTES = sendableBodyBytes(BROKER_MESSAGE_BYTES);
 
-/** 413 for a body of `bytes` over the limit (`what`: the settlement's result, the event's payload). */
-export function tooLarge(what: string, bytes: number, brokerBytes = BROKER_MESSAGE_BYTES): HttpError {
+/** What a 413 tells the caller to do, unless the caller says otherwise. */
+const SEND_SMALLER = 'send a smaller one, e.g. a reference to where the data is';
+
+/**
+ * 413 for a body of `bytes` over the limit (`what`: the settlement's result, the event's payload); `advice`: what to do
+ * instead (a claim already made cannot be cured by a smaller send alone).
+ */
+export function tooLarge(what: string, bytes: number, brokerBytes = BROKER_MESSAGE_BYTES, advice = SEND_SMALLER): HttpError {
   return new HttpError(
     413,
     'too large',
-    `${what} is ${bytes} bytes as sent; at most ${sendableBodyBytes(brokerBytes)} bytes are (Service Bus's ${brokerBytes / 1024} KB message limit, less 16 KB for the message's headers and properties); nothing was sent - send a smaller one, e.g. a reference to where the data is`,
+    `${what} is ${bytes} bytes as sent; at most ${sendableBodyBytes(brokerBytes)} bytes are (Service Bus's ${brokerBytes / 1024} KB message limit, less 16 KB for the message's headers and properties); nothing was sent - ${advice}`,
   );
 }
 
 /** Throws tooLarge when `bytes` is over the limit of a broker taking `brokerBytes` (default: the Standard tier's). */
-export function requireSendableSize(what: string, bytes: number, brokerBytes = BROKER_MESSAGE_BYTES): void {
-  if (bytes > sendableBodyBytes(brokerBytes)) throw tooLarge(what, bytes, brokerBytes);
+export function requireSendableSize(what: string, bytes: number, brokerBytes = BROKER_MESSAGE_BYTES, advice = SEND_SMALLER): void {
+  if (bytes > sendableBodyBytes(brokerBytes)) throw tooLarge(what, bytes, brokerBytes, advice);
 }
 
 /** A topic's size limit as Service Bus allows it: 256 KB (Standard) up to 100 MB (Premium). */
@@ -96,7 +103,9 @@ export class BrokerMessageSize {
   readonly #timeoutMs: number;
   readonly #rereadAfterMs: number;
   readonly #now: () => number;
-  #bytes = BROKER_MESSAGE_BYTES;
+  readonly #fallback: string;
+  /** The size last read from the topic; undefined until a read succeeds. A failed read never changes it. */
+  #bytes: number | undefined;
   #settled = false;
   /** The read in flight (at most one), settled within #timeoutMs. */
   #reading: Promise<void> | undefined;
@@ -108,7 +117,7 @@ export class BrokerMessageSize {
     admin: Pick<ServiceBusAdministrationClient, 'getTopic'>,
     topic: string,
     logger: Logger,
-    options: { timeoutMs?: number; rereadAfterMs?: number; now?: () => number } = {},
+    options: { timeoutMs?: number; rereadAfterMs?: number; now?: () => number; fallback?: string } = {},
   ) {
     this.#admin = admin;
     this.#topic = topic;
@@ -116,6 +125,7 @@ export class BrokerMessageSize {
     this.#timeoutMs = options.timeoutMs ?? LIMIT_READ_TIMEOUT_MS;
     this.#rereadAfterMs = options.rereadAfterMs ?? LIMIT_REREAD_AFTER_MS;
     this.#now = options.now ?? Date.now;
+    this.#fallback = options.fallback ?? "using the Standard tier's (256 KB)";
   }
 
   /**
@@ -123,6 +133,14 @@ export class BrokerMessageSize {
    * first read only (at most its bound) - while a later re-read runs, the current value is used. Never rejects.
    */
   async bytes(): Promise<number> {
+    return (await this.known()) ?? BROKER_MESSAGE_BYTES;
+  }
+
+  /**
+   * As bytes(), but undefined while no read has succeeded: for a topic whose unknown size must not stand in for a
+   * known one (CommandMessageSize). Never rejects.
+   */
+  async known(): Promise<number | undefined> {
     if (!this.#settled && !this.#reading && this.#now() >= this.#nextReadAt) this.#reading = this.#read();
     if (!this.#everRead && this.#reading) await this.#reading;
     return this.#bytes;
@@ -144,10 +162,61 @@ export class BrokerMessageSize {
       this.#settled = outcome.kind === 'final';
       this.#nextReadAt = this.#now() + this.#rereadAfterMs;
       const retry = outcome.kind === 'retry' ? { readAgainAfterMs: this.#rereadAfterMs } : {};
-      this.#logger.warn({ topic, ...outcome.why, ...retry, maxMessageSizeInKilobytes: this.#bytes / 1024 }, "broker message size limit not read: using the Standard tier's");
+      // Only a topic never read gets here: a size read settles it (no re-read), so no failure can replace it.
+      this.#logger.warn({ topic, ...outcome.why, ...retry }, `broker message size limit not read: ${this.#fallback}`);
     }
     this.#everRead = true;
     this.#reading = undefined;
+  }
+}
+
+/**
+ * The broker's per-message size for a Manager command to `endpointId`: the smaller of the Manager topic's and the
+ * endpoint topic's. The command is sent to the Manager topic and auto-forwarded from its subscription for the endpoint
+ * to the topic named as the endpoint (packages/sdk/src/topology/derive.ts, `forwardTo: endpoint.id`). Before, only the
+ * Manager topic's size was checked: a command between the two sizes was sent, answered sent and its receipt written,
+ * and the endpoint topic refused its forward - the row stayed Pending with nothing on its way.
+ *
+ * Each endpoint topic is read as the Manager topic is (BrokerMessageSize: bounded, cached, a failed read retried after
+ * the back-off), on the first command for that endpoint. Until an endpoint topic's size is read - no read yet
+ * succeeded, no Manage right, a topic reporting none - the Manager topic's size stands for it, as it did before: the
+ * provisioner sets no per-topic size, so topics share the namespace's. A read that fails never lowers a size read
+ * before, and an endpoint topic not read never lowers the Manager topic's to the Standard tier's 256 KB.
+ */
+export class CommandMessageSize {
+  readonly #admin: Pick<ServiceBusAdministrationClient, 'getTopic'>;
+  readonly #manager: BrokerMessageSize;
+  readonly #logger: Logger;
+  readonly #options: { timeoutMs?: number; rereadAfterMs?: number; now?: () => number };
+  /** Per endpoint topic, created on the first command for it (endpoints with rows to act on: the catalog's). */
+  readonly #endpoints = new Map<string, BrokerMessageSize>();
+
+  constructor(
+    admin: Pick<ServiceBusAdministrationClient, 'getTopic'>,
+    manager: BrokerMessageSize,
+    logger: Logger,
+    options: { timeoutMs?: number; rereadAfterMs?: number; now?: () => number } = {},
+  ) {
+    this.#admin = admin;
+    this.#manager = manager;
+    this.#logger = logger;
+    this.#options = options;
+  }
+
+  /** The size a command to `endpointId` is checked against now (waits at most the first reads' bound). Never rejects. */
+  async bytes(endpointId: string): Promise<number> {
+    let endpoint = this.#endpoints.get(endpointId);
+    if (!endpoint) {
+      endpoint = new BrokerMessageSize(this.#admin, endpointId, this.#logger, { ...this.#options, fallback: "the Manager topic's stands for it" });
+      this.#endpoints.set(endpointId, endpoint);
+    }
+    const [manager, own] = await Promise.all([this.#manager.bytes(), endpoint.known()]);
+    return own === undefined ? manager : Math.min(manager, own);
+  }
+
+  /** Resolves when no read is in flight (tests). */
+  async idle(): Promise<void> {
+    await Promise.all([this.#manager.idle(), ...[...this.#endpoints.values()].map((e) => e.idle())]);
   }
 }
 

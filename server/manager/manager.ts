@@ -175,10 +175,13 @@ export class Manager {
   readonly #failedSends = new Set<string>();
   /** The clock a claim's age is read on (tests move it past WITHHELD_UNDO_MS). */
   readonly #now: () => number;
-  /** The broker's per-message size as the console knows it now (server/messageSize.ts BrokerMessageSize). */
-  readonly #brokerMessageBytes: () => Promise<number>;
+  /**
+   * The broker's per-message size for a command to an endpoint as the console knows it now: the smaller of the
+   * Manager topic's and the endpoint topic's (server/messageSize.ts CommandMessageSize).
+   */
+  readonly #brokerMessageBytes: (endpointId: string) => Promise<number>;
 
-  constructor(options: { store: MessageStore; client: ServiceBusClient; now?: () => number; brokerMessageBytes?: () => Promise<number> }) {
+  constructor(options: { store: MessageStore; client: ServiceBusClient; now?: () => number; brokerMessageBytes?: (endpointId: string) => Promise<number> }) {
     this.#store = options.store;
     this.#client = options.client;
     this.#now = options.now ?? Date.now;
@@ -271,7 +274,7 @@ export class Manager {
       // refused it - a settlement was answered 503 and an agent retried it for ever, and an edited resubmit was
       // claimed (the event shown "being sent") before the refusal, each attempt a claim, an undo and a
       // CommandNotSent entry in the event's history (server/messageSize.ts; tooLarge.test.ts, resubmitTooLarge.test.ts).
-      requireSendableSize(sizeWhat(spec), (built.message.body as Buffer).length, await this.#brokerMessageBytes());
+      requireSendableSize(sizeWhat(spec), (built.message.body as Buffer).length, await this.#brokerMessageBytes(endpointId));
       const claimedAt = this.#now();
       const claim = await this.#store.writeStatus(claimWrite(spec, row, answered, eventTypeId, payload), claimExpectation(row));
       // Someone else changed the row between our read and our claim: decide again on the new version.
@@ -355,7 +358,10 @@ export class Manager {
       this.#rowCounts(targets, lot),
     ]);
     const claims: Array<{ k: number; row: StatusRow; eventTypeId: string | null; payload: unknown; built: BuiltCommand }> = [];
-    const brokerBytes = await this.#brokerMessageBytes();
+    // Per endpoint: a lot may span endpoints, and each endpoint's topic may take less than the Manager topic.
+    const endpointIds = [...new Set(lot.map((k) => targets[k]!.endpointId))];
+    const sizes = await Promise.all(endpointIds.map((id) => this.#brokerMessageBytes(id)));
+    const brokerBytes = new Map(endpointIds.map((id, i) => [id, sizes[i]!]));
     lot.forEach((k, i) => {
       const row = rows[i];
       // Only a fresh claim of the selected row, when it is the event's only row, is done here; anything else is
@@ -371,7 +377,7 @@ export class Manager {
       let built: BuiltCommand;
       try {
         built = buildCommand(spec, row, row.lastMessageId, row.eventTypeId, payload, auditor);
-        requireSendableSize(sizeWhat(spec), (built.message.body as Buffer).length, brokerBytes);
+        requireSendableSize(sizeWhat(spec), (built.message.body as Buffer).length, brokerBytes.get(row.endpointId)!);
       } catch (error) {
         out[k] = { ok: false, error };
         return;
@@ -614,6 +620,7 @@ export class Manager {
     // handoff row; the re-send names the same one, found in the history.
     const handedOff = spec.kind === 'handoffComplete' || spec.kind === 'handoffFail' ? await this.#handedOffBeforeClaim(row) : undefined;
     const built = buildCommand(spec, row, answered, eventTypeId, payload, auditor, handedOff);
+    await this.#requireClaimSendable(spec, row, built);
     return this.#sendAndAudit(spec, row, built, answered, eventTypeId, payload, auditor, { previous: undefined, at: this.#now() }, origin);
   }
 
@@ -649,7 +656,26 @@ export class Manager {
     const payload = spec.kind === 'resubmit' ? row.payload : undefined;
     if (spec.kind === 'resubmit' && (payload === undefined || payload === null)) throw conflict('the claim has no stored payload to re-send; restore it instead');
     const built = buildCommand(spec, row, row.parentMessageId, row.eventTypeId, payload, auditor);
+    await this.#requireClaimSendable(spec, row, built);
     return this.#sendAndAudit(spec, row, built, row.parentMessageId, row.eventTypeId, payload, auditor, { previous: undefined, at: this.#now() });
+  }
+
+  /**
+   * The size pre-check of a re-send of an abandoned claim (#repeat, resendClaim), as a fresh command's before its
+   * claim: 413 naming the limit, and nothing sent, undone or audited - the claim stays as it was. Before, the re-send
+   * went to the broker, which refused it every time: each attempt wrote a CommandNotSent entry into the event's audit
+   * trail, answered "the claim stays until ... Reconcile repairs it", and Reconcile's re-send was that same refusal
+   * (repeatTooLarge.test.ts). A claim gets too large after it was made when the limit it was checked against is no
+   * longer the one known (another replica read a larger one, the endpoint topic's was not yet read) or when a console
+   * from before the pre-checks made it; its way out is a restore (Reconcile), then a smaller command.
+   */
+  async #requireClaimSendable(spec: CommandSpec, row: StatusRow, built: BuiltCommand): Promise<void> {
+    requireSendableSize(
+      sizeWhat(spec),
+      (built.message.body as Buffer).length,
+      await this.#brokerMessageBytes(row.endpointId),
+      `its claim stays as it was (Pending, no receipt): restore the event in Operations → Reconcile, then send a smaller one`,
+    );
   }
 
   /** Sends a command already built (building can throw: callers build before they claim) and writes its receipt. */

@@ -495,7 +495,9 @@ export async function applyStuckRepairs(
         detail = `restored to ${describe(previous)}`;
       }
     } catch (err) {
-      unchanged(err instanceof Error && 'detail' in err ? String((err as { detail: unknown }).detail) : err instanceof Error ? err.message : String(err));
+      const why = err instanceof Error && 'detail' in err ? String((err as { detail: unknown }).detail) : err instanceof Error ? err.message : String(err);
+      // A re-send that did not go says so first: its detail alone (a 413's size and limit) read as a repair's failure.
+      unchanged(target.action === 'resend' ? `not re-sent: ${why}` : why);
       continue;
     }
     await store.recordAudit({
