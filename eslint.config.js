@@ -20,4 +20,22 @@ export default tseslint.config(
       eqeqeq: ['error', 'smart'],
     },
   },
+  {
+    // The console's browser code: every page's first-load bundle. zod's classic API (directly, or through the
+    // contract barrel, whose schemas are built at module level) would put ~70 KB more into each page
+    // (docs/console.md). Names come from '@nimbus/sdk/contract/names', URL schemas from 'zod/mini'; types are free.
+    files: ['components/**/*.ts', 'components/**/*.tsx'],
+    ignores: ['**/*.test.ts', 'components/payload/check.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            { name: 'zod', message: "Browser code uses 'zod/mini' (zod's classic API would be in every page's first load).", allowTypeImports: true },
+            { name: '@nimbus/sdk/contract', message: "Import names from '@nimbus/sdk/contract/names' (the barrel brings zod's classic API into every page).", allowTypeImports: true },
+          ],
+        },
+      ],
+    },
+  },
 );
