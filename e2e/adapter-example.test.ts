@@ -65,10 +65,11 @@ test('a clean folder installs the packed SDK, compiles the example under strict 
       [
         '--input-type=module',
         '-e',
-        "for (const e of ['@nimbus/sdk', '@nimbus/sdk/contract', '@nimbus/sdk/catalog', '@nimbus/sdk/servicebus', '@nimbus/sdk/topology', '@nimbus/sdk/testing']) { const m = await import(e); console.log(e, Object.keys(m).length); }",
+        "for (const e of ['@nimbus/sdk', '@nimbus/sdk/contract', '@nimbus/sdk/contract/names', '@nimbus/sdk/catalog', '@nimbus/sdk/servicebus', '@nimbus/sdk/topology', '@nimbus/sdk/testing']) { const m = await import(e); console.log(e, Object.keys(m).length); }",
       ],
       app,
     );
+    assert.match(loaded, /@nimbus\/sdk\/contract\/names \d+/);
     assert.match(loaded, /@nimbus\/sdk\/testing \d+/);
 
     const emulator = await startEmulator();

@@ -14,7 +14,15 @@ function importGraph(entry: string): Map<string, string[]> {
   const visit = (file: string) => {
     if (seen.has(file)) return;
     const text = readFileSync(file, 'utf8');
-    const specifiers = [...text.matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s+'([^']+)'/gms)].map((m) => m[1]!);
+    // Static imports and re-exports (`from '…'`), bare imports (`import '…'`) and dynamic ones (`import('…')`), in
+    // either quote: every way a module can bring another into a bundle.
+    const quoted = `(?:'([^']+)'|"([^"]+)")`;
+    const forms = [
+      new RegExp(`^\\s*(?:import|export)\\b[^;]*?\\bfrom\\s*${quoted}`, 'gms'),
+      new RegExp(`^\\s*import\\s*${quoted}`, 'gm'),
+      new RegExp(`\\bimport\\s*\\(\\s*${quoted}`, 'g'),
+    ];
+    const specifiers = forms.flatMap((re) => [...text.matchAll(re)].map((m) => (m[1] ?? m[2])!));
     seen.set(file, specifiers);
     for (const s of specifiers) if (s.startsWith('.')) visit(join(dirname(file), s));
   };
