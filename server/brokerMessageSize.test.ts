@@ -115,6 +115,17 @@ describe("a Manager command's size: the smaller of the Manager topic's and the e
     );
   });
 
+  test("an agent's publish (sent straight to the endpoint topic): that topic's size alone, the Manager topic's until it is read", async () => {
+    const { admin, calls } = topics({ Manager: kb(1024), small: kb(256), large: kb(4096), denied: () => Promise.reject(failure(403)) });
+    const log = recorder();
+    const sizes = new CommandMessageSize(admin, new BrokerMessageSize(admin, 'Manager', log), log);
+    assert.equal(await sizes.topicBytes('small'), 256 * 1024, 'the endpoint topic takes less');
+    assert.equal(await sizes.topicBytes('large'), 4096 * 1024, 'the endpoint topic takes more: the Manager topic is not on the way');
+    assert.equal(await sizes.topicBytes('denied'), 1024 * 1024, "not read: the Manager topic's stands for it");
+    assert.equal(await sizes.bytes('large'), 1024 * 1024, 'a command to it is still held to the smaller');
+    assert.deepEqual(calls, { Manager: 1, small: 1, large: 1, denied: 1 }, 'commands and publishes share the reads');
+  });
+
   test("an endpoint topic whose read failed keeps the Manager topic's size read before (not 256 KB) until its retry reads it", async () => {
     let now = 0;
     const answers: Array<() => Promise<unknown>> = [() => Promise.reject(failure(503)), kb(512)];

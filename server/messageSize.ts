@@ -11,7 +11,8 @@
 // does not report it, a failed read (read again after a back-off) - it is Service Bus's Standard tier's 256 KB (the
 // embedded emulator's default), and a broker that refuses a smaller message for its size is answered 413 too
 // (isSizeRefusal). A Manager command is forwarded from the Manager topic to its endpoint's topic, which may take less:
-// a command is held to the smaller of the two topics' sizes (CommandMessageSize).
+// a command is held to the smaller of the two topics' sizes (CommandMessageSize). An agent's publish is sent to its
+// endpoint's topic directly: it is held to that topic's size (CommandMessageSize.topicBytes).
 import { isServiceBusError, type ServiceBusAdministrationClient } from '@azure/service-bus';
 import { z } from 'zod';
 import { HttpError } from './http.ts';
@@ -172,7 +173,7 @@ export class BrokerMessageSize {
 
 /**
  * The broker's per-message size for a Manager command to `endpointId`: the smaller of the Manager topic's and the
- * endpoint topic's. The command is sent to the Manager topic and auto-forwarded from its subscription for the endpoint
+ * endpoint topic's; and for an agent's publish, sent straight to the endpoint topic, that topic's (topicBytes). The command is sent to the Manager topic and auto-forwarded from its subscription for the endpoint
  * to the topic named as the endpoint (packages/sdk/src/topology/derive.ts, `forwardTo: endpoint.id`). Before, only the
  * Manager topic's size was checked: a command between the two sizes was sent, answered sent and its receipt written,
  * and the endpoint topic refused its forward - the row stayed Pending with nothing on its way.
@@ -205,13 +206,28 @@ export class CommandMessageSize {
 
   /** The size a command to `endpointId` is checked against now (waits at most the first reads' bound). Never rejects. */
   async bytes(endpointId: string): Promise<number> {
+    const [manager, own] = await Promise.all([this.#manager.bytes(), this.#endpoint(endpointId).known()]);
+    return own === undefined ? manager : Math.min(manager, own);
+  }
+
+  /**
+   * The size a message sent straight to `endpointId`'s topic (an agent's publish) is checked against now: that topic's
+   * alone - the message never passes the Manager topic - and, until it is read, the Manager topic's standing for it as
+   * for a command. Before, a publish was checked against the Manager topic's size only: an event between the two sizes
+   * was claimed and sent to a topic that takes less. Never rejects.
+   */
+  async topicBytes(endpointId: string): Promise<number> {
+    const [manager, own] = await Promise.all([this.#manager.bytes(), this.#endpoint(endpointId).known()]);
+    return own ?? manager;
+  }
+
+  #endpoint(endpointId: string): BrokerMessageSize {
     let endpoint = this.#endpoints.get(endpointId);
     if (!endpoint) {
       endpoint = new BrokerMessageSize(this.#admin, endpointId, this.#logger, { ...this.#options, fallback: "the Manager topic's stands for it" });
       this.#endpoints.set(endpointId, endpoint);
     }
-    const [manager, own] = await Promise.all([this.#manager.bytes(), endpoint.known()]);
-    return own === undefined ? manager : Math.min(manager, own);
+    return endpoint;
   }
 
   /** Resolves when no read is in flight (tests). */
