@@ -6,6 +6,9 @@
 // A Manager command's size is the smaller of the Manager topic's and its endpoint topic's (CommandMessageSize): an
 // endpoint topic not read (a failed read waiting for its retry, no Manage right, no size reported) leaves the Manager
 // topic's size as it was, never the Standard tier's; and a read that fails never lowers a size read before.
+// A size read is read again after the refresh interval (10 min), the last size read used while that re-read is in
+// flight and when it fails: before, a size read was kept until the console restarted, so an operator's change to a
+// topic's size (raised on Premium, or lowered) went unseen.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BROKER_MESSAGE_BYTES, BrokerMessageSize, CommandMessageSize } from './messageSize.ts';
@@ -64,9 +67,81 @@ describe("the broker's message size", () => {
     await size.idle();
     assert.equal(await size.bytes(), 1024 * 1024, 'the re-read is used');
     assert.deepEqual(log.lines.at(-1), { level: 'info', o: { topic: 'Manager', maxMessageSizeInKilobytes: 1024 }, m: 'broker message size limit read from the topic' });
-    now += 3_600_000;
+  });
+
+  test('a size read is read again after the refresh interval: a raised or lowered size is used, the last one read meanwhile and when a re-read fails', async () => {
+    let now = 0;
+    let release!: (v: unknown) => void;
+    const answers: Array<() => Promise<unknown>> = [
+      () => Promise.resolve({ maxMessageSizeInKilobytes: 1024 }),
+      () => new Promise((r) => (release = r)), // the operator raised it (Premium: up to 100 MB); held back
+      () => Promise.reject(failure(503)),
+      () => Promise.resolve({ maxMessageSizeInKilobytes: 512 }), // and lowered it
+      () => Promise.resolve({ maxMessageSizeInKilobytes: 512 }),
+    ];
+    let calls = 0;
+    const log = recorder();
+    const size = new BrokerMessageSize(adminOf(() => answers[calls++]!()), 'Manager', log, { rereadAfterMs: 60_000, refreshAfterMs: 600_000, now: () => now });
     assert.equal(await size.bytes(), 1024 * 1024);
-    assert.equal(calls, 2, 'a size read is kept');
+    now += 599_999;
+    assert.equal(await size.bytes(), 1024 * 1024);
+    assert.equal(calls, 1, 'not read again within the refresh interval');
+    now += 1;
+    // The refresh is in flight (its answer held back): requests use the size read before and start no second read.
+    assert.equal(await size.bytes(), 1024 * 1024);
+    assert.equal(await size.known(), 1024 * 1024);
+    assert.equal(calls, 2, 'one re-read');
+    release({ maxMessageSizeInKilobytes: 100 * 1024 });
+    await size.idle();
+    assert.equal(await size.bytes(), 100 * 1024 * 1024, 'the raised size is used');
+    assert.deepEqual(log.lines.at(-1), { level: 'info', o: { topic: 'Manager', maxMessageSizeInKilobytes: 100 * 1024, previousKilobytes: 1024 }, m: 'broker message size limit changed on the topic' });
+
+    now += 600_000;
+    await size.bytes(); // starts the refresh, which fails
+    await size.idle();
+    assert.equal(await size.bytes(), 100 * 1024 * 1024, 'a failed re-read keeps the size read before');
+    assert.deepEqual(log.lines.at(-1)!.level, 'warn');
+    assert.deepEqual([log.lines.at(-1)!.o.statusCode, log.lines.at(-1)!.o.keptKilobytes, log.lines.at(-1)!.o.readAgainAfterMs], [503, 100 * 1024, 60_000]);
+    assert.equal(calls, 3);
+    now += 59_999;
+    assert.equal(await size.bytes(), 100 * 1024 * 1024);
+    assert.equal(calls, 3, 'a failed re-read is retried after the back-off, not before');
+    now += 1;
+    await size.bytes();
+    await size.idle();
+    assert.equal(await size.bytes(), 512 * 1024, 'the lowered size is used');
+    assert.equal(calls, 4);
+    const logged = log.lines.length;
+    now += 600_000;
+    await size.bytes();
+    await size.idle();
+    assert.equal(await size.bytes(), 512 * 1024);
+    assert.equal(calls, 5);
+    assert.equal(log.lines.length, logged, 'an unchanged size is not logged again');
+  });
+
+  test('a re-read answered 401/403 or no usable size after a size was read: that size kept, read again after the refresh interval', async () => {
+    for (const answer of [() => Promise.reject(failure(403)), () => Promise.resolve({})]) {
+      let now = 0;
+      const answers = [() => Promise.resolve({ maxMessageSizeInKilobytes: 2048 }), answer, () => Promise.resolve({ maxMessageSizeInKilobytes: 4096 })];
+      let calls = 0;
+      const log = recorder();
+      const size = new BrokerMessageSize(adminOf(() => answers[calls++]!()), 'Manager', log, { rereadAfterMs: 60_000, refreshAfterMs: 600_000, now: () => now });
+      assert.equal(await size.bytes(), 2048 * 1024);
+      now += 600_000;
+      await size.bytes();
+      await size.idle();
+      assert.equal(await size.bytes(), 2048 * 1024, 'the size read before is kept');
+      assert.equal(log.lines.at(-1)!.level, 'warn');
+      assert.equal(log.lines.at(-1)!.o.readAgainAfterMs, 600_000);
+      now += 60_000;
+      await size.bytes();
+      assert.equal(calls, 2, 'not read again after the short back-off of a blip');
+      now += 540_000;
+      await size.bytes();
+      await size.idle();
+      assert.equal(await size.bytes(), 4096 * 1024, 'read again after the refresh interval');
+    }
   });
 
   test('no Manage right (401, 403): the Standard limit for the process, saying so once', async () => {
@@ -115,6 +190,17 @@ describe("a Manager command's size: the smaller of the Manager topic's and the e
     );
   });
 
+  test("an agent's publish (sent straight to the endpoint topic): that topic's size alone, the Manager topic's until it is read", async () => {
+    const { admin, calls } = topics({ Manager: kb(1024), small: kb(256), large: kb(4096), denied: () => Promise.reject(failure(403)) });
+    const log = recorder();
+    const sizes = new CommandMessageSize(admin, new BrokerMessageSize(admin, 'Manager', log), log);
+    assert.equal(await sizes.topicBytes('small'), 256 * 1024, 'the endpoint topic takes less');
+    assert.equal(await sizes.topicBytes('large'), 4096 * 1024, 'the endpoint topic takes more: the Manager topic is not on the way');
+    assert.equal(await sizes.topicBytes('denied'), 1024 * 1024, "not read: the Manager topic's stands for it");
+    assert.equal(await sizes.bytes('large'), 1024 * 1024, 'a command to it is still held to the smaller');
+    assert.deepEqual(calls, { Manager: 1, small: 1, large: 1, denied: 1 }, 'commands and publishes share the reads');
+  });
+
   test("an endpoint topic whose read failed keeps the Manager topic's size read before (not 256 KB) until its retry reads it", async () => {
     let now = 0;
     const answers: Array<() => Promise<unknown>> = [() => Promise.reject(failure(503)), kb(512)];
@@ -139,16 +225,23 @@ describe("a Manager command's size: the smaller of the Manager topic's and the e
     assert.equal(await sizes.bytes('ep'), BROKER_MESSAGE_BYTES);
   });
 
-  test('a size read is kept: no later read of the topic, so no failure can lower it', async () => {
+  test("an endpoint topic's size changed by an operator is seen after the refresh interval, by commands and publishes; a failed re-read lowers nothing", async () => {
     let now = 0;
-    const { admin, calls } = topics({ Manager: kb(4096), ep: kb(8192) });
-    const options = { now: () => now };
+    const epAnswers = [kb(8192), () => Promise.reject(failure(503)), kb(256)];
+    let epReads = 0;
+    const { admin, calls } = topics({ Manager: kb(4096), ep: () => epAnswers[epReads++]!() });
+    const options = { rereadAfterMs: 60_000, refreshAfterMs: 600_000, now: () => now };
     const manager = new BrokerMessageSize(admin, 'Manager', recorder(), options);
     const sizes = new CommandMessageSize(admin, manager, recorder(), options);
-    assert.equal(await sizes.bytes('ep'), 4096 * 1024);
-    now += 24 * 3_600_000;
-    assert.equal(await sizes.bytes('ep'), 4096 * 1024);
-    assert.equal(await manager.known(), 4096 * 1024);
-    assert.deepEqual(calls, { Manager: 1, ep: 1 });
+    assert.deepEqual([await sizes.bytes('ep'), await sizes.topicBytes('ep')], [4096 * 1024, 8192 * 1024]);
+    now += 600_000;
+    await sizes.bytes('ep'); // starts both topics' refreshes; the endpoint topic's fails
+    await sizes.idle();
+    assert.deepEqual([await sizes.bytes('ep'), await sizes.topicBytes('ep')], [4096 * 1024, 8192 * 1024], 'the sizes read before are kept');
+    now += 60_000;
+    await sizes.topicBytes('ep'); // the endpoint topic's retry reads 256 KB
+    await sizes.idle();
+    assert.deepEqual([await sizes.bytes('ep'), await sizes.topicBytes('ep')], [256 * 1024, 256 * 1024], 'the lowered size is used');
+    assert.deepEqual(calls, { Manager: 2, ep: 3 });
   });
 });

@@ -19,10 +19,16 @@ export interface ConsoleContext {
   manager: Manager;
   /**
    * The broker's per-message size, read from the Manager topic as the context opens and again after a failed read
-   * (`bytes()` never rejects and waits at most the read's bound: the Standard tier's 256 KB until it is read); what the
-   * size pre-checks hold commands and publishes to.
+   * (`bytes()` never rejects and waits at most the read's bound: the Standard tier's 256 KB until it is read); what
+   * commands are held to, and what stands for an endpoint topic's size until that is read (commandMessageSize).
    */
   brokerMessageSize: BrokerMessageSize;
+  /**
+   * Per endpoint topic, read as the Manager topic's is (on first use): a command is held to the smaller of the Manager
+   * topic's size and its endpoint topic's (`bytes`), an agent's publish - sent to its endpoint's topic - to that topic's
+   * (`topicBytes`).
+   */
+  commandMessageSize: CommandMessageSize;
 }
 
 const KEY = Symbol.for('nimbus.console.context');
@@ -53,6 +59,7 @@ async function open(env: Record<string, string | undefined>): Promise<ConsoleCon
     serviceBus,
     catalog,
     brokerMessageSize,
+    commandMessageSize,
     manager: new Manager({ store, client: serviceBus.client, brokerMessageBytes: (endpointId) => commandMessageSize.bytes(endpointId) }),
   };
 }

@@ -7,11 +7,13 @@
 // The limit is the broker's per-message size less 16 KB of headroom for what the message carries beside its body
 // (AMQP header and properties, the application properties the contract sets). The broker's size is read from the
 // Manager topic's maxMessageSizeInKilobytes (BrokerMessageSize), first when the console opens its connections: a
-// Premium namespace reports what it was given (1 MB to 100 MB). Until it is read - no Manage right, a broker that
-// does not report it, a failed read (read again after a back-off) - it is Service Bus's Standard tier's 256 KB (the
+// Premium namespace reports what it was given (1 MB to 100 MB). A size read is read again every 10 minutes (an
+// operator may raise or lower it), the last one read standing meanwhile. Until it is read - no Manage right, a broker
+// that does not report it, a failed read (read again after a back-off) - it is Service Bus's Standard tier's 256 KB (the
 // embedded emulator's default), and a broker that refuses a smaller message for its size is answered 413 too
 // (isSizeRefusal). A Manager command is forwarded from the Manager topic to its endpoint's topic, which may take less:
-// a command is held to the smaller of the two topics' sizes (CommandMessageSize).
+// a command is held to the smaller of the two topics' sizes (CommandMessageSize). An agent's publish is sent to its
+// endpoint's topic directly: it is held to that topic's size (CommandMessageSize.topicBytes).
 import { isServiceBusError, type ServiceBusAdministrationClient } from '@azure/service-bus';
 import { z } from 'zod';
 import { HttpError } from './http.ts';
@@ -52,6 +54,12 @@ const topicLimit = z.object({ maxMessageSizeInKilobytes: z.number().int().min(25
 export const LIMIT_READ_TIMEOUT_MS = 5_000;
 /** How long after a failed read the next use reads again (a failure is provisional: a blip, a 429/503, a cold token). */
 export const LIMIT_REREAD_AFTER_MS = 60_000;
+/**
+ * How long after a size was read the next use reads it again: an operator may change a topic's size (a Premium
+ * namespace's raised to 100 MB, or one lowered), which was seen only at the console's next start before. One
+ * management call per topic per interval; longer than the failure back-off, as a size rarely changes.
+ */
+export const LIMIT_REFRESH_AFTER_MS = 10 * 60_000;
 
 type Logger = { info(o: object, m: string): void; warn(o: object, m: string): void };
 /** One read's outcome: a size; an answer that settles it for the process (no Manage right, no usable size); or a failure to retry. */
@@ -76,8 +84,7 @@ async function readTopicLimit(admin: Pick<ServiceBusAdministrationClient, 'getTo
       // The error's name, code and status only: its text may carry the namespace's address.
       const e = err as { name?: unknown; code?: unknown; statusCode?: unknown };
       const error = { errName: String(e?.name ?? 'Error'), code: e?.code, statusCode: e?.statusCode };
-      if (e?.statusCode === 401 || e?.statusCode === 403)
-        return { kind: 'final', why: { reason: 'the topic could not be read: no Manage right on it (401/403); not read again until the console restarts', ...error } };
+      if (e?.statusCode === 401 || e?.statusCode === 403) return { kind: 'final', why: { reason: 'the topic could not be read: no Manage right on it (401/403)', ...error } };
       return { kind: 'retry', why: { reason: 'the topic could not be read', ...error } };
     }
   })();
@@ -90,11 +97,15 @@ async function readTopicLimit(admin: Pick<ServiceBusAdministrationClient, 'getTo
 
 /**
  * The broker's per-message size for `topic`, in bytes, from its maxMessageSizeInKilobytes (needs the Manage right):
- * what the size pre-checks hold commands and publishes to. BROKER_MESSAGE_BYTES until it is read. A size read, a 401/403
- * (no Manage right) or a topic reporting no usable size settles it for the process; any other failure (a network
- * blip, 429/503, the topic not yet provisioned, no answer within the bound) is provisional - before, one failed read
- * at open held the console to 256 KB until it restarted. Each read and each fallback is logged (the error's name,
- * code and status, never its text).
+ * what the size pre-checks hold commands and publishes to. BROKER_MESSAGE_BYTES until it is read. Before any size is
+ * read, a 401/403 (no Manage right) or a topic reporting no usable size settles it for the process; any other failure
+ * (a network blip, 429/503, the topic not yet provisioned, no answer within the bound) is provisional - before, one
+ * failed read at open held the console to 256 KB until it restarted. A size read is read again on the first use
+ * after the refresh interval - before, it was kept until the console restarted, so an operator's change to the topic
+ * went unseen; until that re-read answers, and when it fails in any way, the last size read stands (a failure never
+ * lowers it to the Standard tier's), the next re-read after the back-off (a blip) or the refresh interval (a 401/403,
+ * no usable size). The first size and each change are logged, and each failure (the error's name, code and status,
+ * never its text).
  */
 export class BrokerMessageSize {
   readonly #admin: Pick<ServiceBusAdministrationClient, 'getTopic'>;
@@ -102,10 +113,12 @@ export class BrokerMessageSize {
   readonly #logger: Logger;
   readonly #timeoutMs: number;
   readonly #rereadAfterMs: number;
+  readonly #refreshAfterMs: number;
   readonly #now: () => number;
   readonly #fallback: string;
   /** The size last read from the topic; undefined until a read succeeds. A failed read never changes it. */
   #bytes: number | undefined;
+  /** No read again for the process: the first read found no Manage right or no usable size (none read before). */
   #settled = false;
   /** The read in flight (at most one), settled within #timeoutMs. */
   #reading: Promise<void> | undefined;
@@ -117,20 +130,22 @@ export class BrokerMessageSize {
     admin: Pick<ServiceBusAdministrationClient, 'getTopic'>,
     topic: string,
     logger: Logger,
-    options: { timeoutMs?: number; rereadAfterMs?: number; now?: () => number; fallback?: string } = {},
+    options: { timeoutMs?: number; rereadAfterMs?: number; refreshAfterMs?: number; now?: () => number; fallback?: string } = {},
   ) {
     this.#admin = admin;
     this.#topic = topic;
     this.#logger = logger;
     this.#timeoutMs = options.timeoutMs ?? LIMIT_READ_TIMEOUT_MS;
     this.#rereadAfterMs = options.rereadAfterMs ?? LIMIT_REREAD_AFTER_MS;
+    this.#refreshAfterMs = options.refreshAfterMs ?? LIMIT_REFRESH_AFTER_MS;
     this.#now = options.now ?? Date.now;
     this.#fallback = options.fallback ?? "using the Standard tier's (256 KB)";
   }
 
   /**
-   * The size to check against now. Starts a read when none has settled it and the back-off has passed; waits for the
-   * first read only (at most its bound) - while a later re-read runs, the current value is used. Never rejects.
+   * The size to check against now. Starts a read when none has settled it and the back-off or refresh interval has
+   * passed; waits for the first read only (at most its bound) - while a later re-read runs, the current value is used.
+   * Never rejects.
    */
   async bytes(): Promise<number> {
     return (await this.known()) ?? BROKER_MESSAGE_BYTES;
@@ -154,15 +169,26 @@ export class BrokerMessageSize {
   async #read(): Promise<void> {
     const outcome = await readTopicLimit(this.#admin, this.#topic, this.#timeoutMs);
     const topic = this.#topic;
+    const previous = this.#bytes;
     if (outcome.kind === 'read') {
       this.#bytes = outcome.kilobytes * 1024;
-      this.#settled = true;
-      this.#logger.info({ topic, maxMessageSizeInKilobytes: outcome.kilobytes }, 'broker message size limit read from the topic');
+      this.#nextReadAt = this.#now() + this.#refreshAfterMs;
+      // The first size and each change; an unchanged refresh says nothing (one line per topic per interval otherwise).
+      if (previous === undefined) this.#logger.info({ topic, maxMessageSizeInKilobytes: outcome.kilobytes }, 'broker message size limit read from the topic');
+      else if (previous !== this.#bytes)
+        this.#logger.info({ topic, maxMessageSizeInKilobytes: outcome.kilobytes, previousKilobytes: previous / 1024 }, 'broker message size limit changed on the topic');
+    } else if (previous !== undefined) {
+      // A re-read that failed: the size read before stands (it was the topic's a refresh interval ago; falling back
+      // to the Standard tier's would refuse what the topic takes). A blip is retried after the back-off; a 401/403 or
+      // an unusable answer (the Manage right taken away, a broker's glitch) after the refresh interval, not settled:
+      // the right may come back.
+      const after = outcome.kind === 'retry' ? this.#rereadAfterMs : this.#refreshAfterMs;
+      this.#nextReadAt = this.#now() + after;
+      this.#logger.warn({ topic, ...outcome.why, keptKilobytes: previous / 1024, readAgainAfterMs: after }, 'broker message size limit not re-read: the size read before is kept');
     } else {
       this.#settled = outcome.kind === 'final';
       this.#nextReadAt = this.#now() + this.#rereadAfterMs;
-      const retry = outcome.kind === 'retry' ? { readAgainAfterMs: this.#rereadAfterMs } : {};
-      // Only a topic never read gets here: a size read settles it (no re-read), so no failure can replace it.
+      const retry = outcome.kind === 'retry' ? { readAgainAfterMs: this.#rereadAfterMs } : { readAgain: 'not until the console restarts' };
       this.#logger.warn({ topic, ...outcome.why, ...retry }, `broker message size limit not read: ${this.#fallback}`);
     }
     this.#everRead = true;
@@ -172,13 +198,13 @@ export class BrokerMessageSize {
 
 /**
  * The broker's per-message size for a Manager command to `endpointId`: the smaller of the Manager topic's and the
- * endpoint topic's. The command is sent to the Manager topic and auto-forwarded from its subscription for the endpoint
+ * endpoint topic's; and for an agent's publish, sent straight to the endpoint topic, that topic's (topicBytes). The command is sent to the Manager topic and auto-forwarded from its subscription for the endpoint
  * to the topic named as the endpoint (packages/sdk/src/topology/derive.ts, `forwardTo: endpoint.id`). Before, only the
  * Manager topic's size was checked: a command between the two sizes was sent, answered sent and its receipt written,
  * and the endpoint topic refused its forward - the row stayed Pending with nothing on its way.
  *
  * Each endpoint topic is read as the Manager topic is (BrokerMessageSize: bounded, cached, a failed read retried after
- * the back-off), on the first command for that endpoint. Until an endpoint topic's size is read - no read yet
+ * the back-off, a size read again after the refresh interval), on the first command or publish for that endpoint. Until an endpoint topic's size is read - no read yet
  * succeeded, no Manage right, a topic reporting none - the Manager topic's size stands for it, as it did before: the
  * provisioner sets no per-topic size, so topics share the namespace's. A read that fails never lowers a size read
  * before, and an endpoint topic not read never lowers the Manager topic's to the Standard tier's 256 KB.
@@ -187,7 +213,7 @@ export class CommandMessageSize {
   readonly #admin: Pick<ServiceBusAdministrationClient, 'getTopic'>;
   readonly #manager: BrokerMessageSize;
   readonly #logger: Logger;
-  readonly #options: { timeoutMs?: number; rereadAfterMs?: number; now?: () => number };
+  readonly #options: { timeoutMs?: number; rereadAfterMs?: number; refreshAfterMs?: number; now?: () => number };
   /** Per endpoint topic, created on the first command for it (endpoints with rows to act on: the catalog's). */
   readonly #endpoints = new Map<string, BrokerMessageSize>();
 
@@ -195,7 +221,7 @@ export class CommandMessageSize {
     admin: Pick<ServiceBusAdministrationClient, 'getTopic'>,
     manager: BrokerMessageSize,
     logger: Logger,
-    options: { timeoutMs?: number; rereadAfterMs?: number; now?: () => number } = {},
+    options: { timeoutMs?: number; rereadAfterMs?: number; refreshAfterMs?: number; now?: () => number } = {},
   ) {
     this.#admin = admin;
     this.#manager = manager;
@@ -205,13 +231,28 @@ export class CommandMessageSize {
 
   /** The size a command to `endpointId` is checked against now (waits at most the first reads' bound). Never rejects. */
   async bytes(endpointId: string): Promise<number> {
+    const [manager, own] = await Promise.all([this.#manager.bytes(), this.#endpoint(endpointId).known()]);
+    return own === undefined ? manager : Math.min(manager, own);
+  }
+
+  /**
+   * The size a message sent straight to `endpointId`'s topic (an agent's publish) is checked against now: that topic's
+   * alone - the message never passes the Manager topic - and, until it is read, the Manager topic's standing for it as
+   * for a command. Before, a publish was checked against the Manager topic's size only: an event between the two sizes
+   * was claimed and sent to a topic that takes less. Never rejects.
+   */
+  async topicBytes(endpointId: string): Promise<number> {
+    const [manager, own] = await Promise.all([this.#manager.bytes(), this.#endpoint(endpointId).known()]);
+    return own ?? manager;
+  }
+
+  #endpoint(endpointId: string): BrokerMessageSize {
     let endpoint = this.#endpoints.get(endpointId);
     if (!endpoint) {
       endpoint = new BrokerMessageSize(this.#admin, endpointId, this.#logger, { ...this.#options, fallback: "the Manager topic's stands for it" });
       this.#endpoints.set(endpointId, endpoint);
     }
-    const [manager, own] = await Promise.all([this.#manager.bytes(), endpoint.known()]);
-    return own === undefined ? manager : Math.min(manager, own);
+    return endpoint;
   }
 
   /** Resolves when no read is in flight (tests). */

@@ -94,9 +94,10 @@ export async function publishAsAgent(
   // The body as sent, before the record is claimed: the payload travels as EventJson, a JSON string inside the
   // envelope's JSON (its quotes and backslashes escaped again), up to twice its own JSON. Measured as its JSON, a
   // quote-dense payload passed and was refused by the broker after a publish-record claim (tooLarge.test.ts).
-  // The Manager topic's limit stands for the endpoint topics' (the provisioner sets no per-topic size, so they share the
-  // namespace's default); a topic given less is still answered 413, by the broker's refusal (isSizeRefusal).
-  requireSendableSize("the event's message", (message.body as Buffer).length, await ctx.brokerMessageSize.bytes());
+  // Held to the topic it is sent to, the endpoint's own (until that topic's size is read, the Manager topic's stands
+  // for it). Before, only the Manager topic's size was checked: an event between the two was claimed and sent to a
+  // topic given less (publishTopicSize.test.ts). A broker refusing it all the same is answered 413 (isSizeRefusal).
+  requireSendableSize("the event's message", (message.body as Buffer).length, await ctx.commandMessageSize.topicBytes(endpointId));
   const records = publishRecordsOf(ctx.store.database);
   const claim = await records.begin({ endpointId, messageId: prepared.messageId, principalId, requestedSessionId: sessionId ?? null });
   switch (claim.kind) {

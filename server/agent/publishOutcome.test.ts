@@ -52,7 +52,7 @@ function busSeam(behave: (n: number) => { lands: boolean; throws?: unknown }) {
 
 // The broker's size as the console knows it before a read (the Standard tier's): the publish's pre-check asks for it.
 const ctxOf = (client: unknown, database: Database = store.database): ConsoleContext =>
-  ({ catalog, serviceBus: { client }, store: { database }, brokerMessageSize: { bytes: async () => BROKER_MESSAGE_BYTES } }) as unknown as ConsoleContext;
+  ({ catalog, serviceBus: { client }, store: { database }, commandMessageSize: { topicBytes: async () => BROKER_MESSAGE_BYTES } }) as unknown as ConsoleContext;
 
 const order = (orderId: string) => ({ orderId, customerId: 'C-outcome', lines: [{ sku: 'o', quantity: 1, unitPrice: 1 }], total: 1, currency: 'EUR' });
 const publish = (ctx: ConsoleContext, orderId: string) => publishAsAgent(ctx, 'storefrontendpoint', 'OrderPlaced', order(orderId), undefined, 'user:a');
