@@ -244,4 +244,20 @@ describe("a Manager command's size: the smaller of the Manager topic's and the e
     assert.deepEqual([await sizes.bytes('ep'), await sizes.topicBytes('ep')], [256 * 1024, 256 * 1024], 'the lowered size is used');
     assert.deepEqual(calls, { Manager: 2, ep: 3 });
   });
+
+  test('the Resolver topic, which every message is also forwarded to, holds commands and publishes to its size once read, and nothing before', async () => {
+    let now = 0;
+    const resolverAnswers = [() => Promise.reject(failure(503)), kb(1024)];
+    let resolverReads = 0;
+    const { admin, calls } = topics({ Manager: kb(4096), ep: kb(4096), Resolver: () => resolverAnswers[resolverReads++]!() });
+    const options = { rereadAfterMs: 60_000, now: () => now };
+    const resolver = new BrokerMessageSize(admin, 'Resolver', recorder(), { ...options, fallback: 'the other topics stand for it' });
+    const sizes = new CommandMessageSize(admin, new BrokerMessageSize(admin, 'Manager', recorder(), options), recorder(), options, [resolver]);
+    assert.deepEqual([await sizes.bytes('ep'), await sizes.topicBytes('ep')], [4096 * 1024, 4096 * 1024], 'its read failed: it holds nothing (not 256 KB)');
+    now += 60_000;
+    await sizes.bytes('ep'); // its retry reads 1 MB
+    await sizes.idle();
+    assert.deepEqual([await sizes.bytes('ep'), await sizes.topicBytes('ep')], [1024 * 1024, 1024 * 1024], 'the forward to it takes less than the endpoint topic');
+    assert.deepEqual(calls, { Manager: 1, ep: 1, Resolver: 2 });
+  });
 });

@@ -51,8 +51,10 @@ async function open(env: Record<string, string | undefined>): Promise<ConsoleCon
   // Started, not awaited: a page that reads only the store does not wait on the broker; a command awaits it (bounded).
   const brokerMessageSize = new BrokerMessageSize(serviceBus.admin, Topic.Manager, log);
   void brokerMessageSize.bytes();
-  // A command is held to the smaller of the Manager topic's size and its endpoint topic's (each read on first use).
-  const commandMessageSize = new CommandMessageSize(serviceBus.admin, brokerMessageSize, log);
+  // A command is held to the smaller of the Manager topic's size and its endpoint topic's (each read on first use),
+  // and, like an agent's publish, to the Resolver topic's, which every request's copy is forwarded to.
+  const resolverMessageSize = new BrokerMessageSize(serviceBus.admin, Topic.Resolver, log, { fallback: 'the other topics stand for it' });
+  const commandMessageSize = new CommandMessageSize(serviceBus.admin, brokerMessageSize, log, {}, [resolverMessageSize]);
   return {
     config,
     store,

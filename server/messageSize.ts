@@ -216,23 +216,32 @@ export class CommandMessageSize {
   readonly #options: { timeoutMs?: number; rereadAfterMs?: number; refreshAfterMs?: number; now?: () => number };
   /** Per endpoint topic, created on the first command for it (endpoints with rows to act on: the catalog's). */
   readonly #endpoints = new Map<string, BrokerMessageSize>();
+  /**
+   * Topics every message sent to an endpoint topic is forwarded to as well: the Resolver topic (the endpoint topic's
+   * Resolver subscription forwards a copy of every request). A message that fits the endpoint topic but not the
+   * Resolver topic is enqueued, and its copy refused on the forward: the Resolver never records it, and the row reads
+   * "sent" to Reconcile. Each holds a message to the smaller size once read; not read, it holds nothing.
+   */
+  readonly #through: readonly BrokerMessageSize[];
 
   constructor(
     admin: Pick<ServiceBusAdministrationClient, 'getTopic'>,
     manager: BrokerMessageSize,
     logger: Logger,
     options: { timeoutMs?: number; rereadAfterMs?: number; refreshAfterMs?: number; now?: () => number } = {},
+    through: readonly BrokerMessageSize[] = [],
   ) {
     this.#admin = admin;
     this.#manager = manager;
     this.#logger = logger;
     this.#options = options;
+    this.#through = through;
   }
 
   /** The size a command to `endpointId` is checked against now (waits at most the first reads' bound). Never rejects. */
   async bytes(endpointId: string): Promise<number> {
-    const [manager, own] = await Promise.all([this.#manager.bytes(), this.#endpoint(endpointId).known()]);
-    return own === undefined ? manager : Math.min(manager, own);
+    const [manager, own, through] = await Promise.all([this.#manager.bytes(), this.#endpoint(endpointId).known(), this.#throughBytes()]);
+    return Math.min(manager, own ?? manager, through);
   }
 
   /**
@@ -242,8 +251,14 @@ export class CommandMessageSize {
    * was claimed and sent to a topic that takes less. Never rejects.
    */
   async topicBytes(endpointId: string): Promise<number> {
-    const [manager, own] = await Promise.all([this.#manager.bytes(), this.#endpoint(endpointId).known()]);
-    return own ?? manager;
+    const [manager, own, through] = await Promise.all([this.#manager.bytes(), this.#endpoint(endpointId).known(), this.#throughBytes()]);
+    return Math.min(own ?? manager, through);
+  }
+
+  /** The smallest size read of the topics every message is forwarded to (Infinity when none is read). */
+  async #throughBytes(): Promise<number> {
+    const sizes = await Promise.all(this.#through.map((t) => t.known()));
+    return Math.min(Infinity, ...sizes.filter((n): n is number => n !== undefined));
   }
 
   #endpoint(endpointId: string): BrokerMessageSize {
@@ -257,7 +272,7 @@ export class CommandMessageSize {
 
   /** Resolves when no read is in flight (tests). */
   async idle(): Promise<void> {
-    await Promise.all([this.#manager.idle(), ...[...this.#endpoints.values()].map((e) => e.idle())]);
+    await Promise.all([this.#manager.idle(), ...[...this.#endpoints.values(), ...this.#through].map((e) => e.idle())]);
   }
 }
 

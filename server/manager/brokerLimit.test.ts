@@ -38,6 +38,8 @@ const stack = useConsoleStack({
       authorizationRules: [{ claimType: 'SharedAccessKey', keyName: 'manager-send', accessRights: ['Send'], primaryKey: SEND_KEY }],
     });
     await s.serviceBus.admin.updateTopic({ ...(await s.serviceBus.admin.getTopic(EP)), maxMessageSizeInKilobytes: 1024 });
+    // Every request's copy is forwarded to the Resolver topic, which holds commands too (resolverTopicLimit.test.ts).
+    await s.serviceBus.admin.updateTopic({ ...(await s.serviceBus.admin.getTopic(Topic.Resolver)), maxMessageSizeInKilobytes: 1024 });
     assert.equal((await s.serviceBus.admin.getTopic(SMALL_EP)).maxMessageSizeInKilobytes, 256, "the emulator's per-topic default");
   },
 });
