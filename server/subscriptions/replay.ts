@@ -6,7 +6,8 @@
 // (replayJournal.ts) - `sending` is written before the send, `sent` after it, `done` after the completion. A
 // later replay completes a `sent` dead letter without sending again, and leaves a `sending` one (the process
 // died during its send: the copy may be out) in the queue as *uncertain* until an operator decides, audited,
-// to resend it or to remove it as delivered. Topics have no duplicate detection to fall back on (the
+// to resend it or to remove it as delivered. A `done` record is about a dead letter already removed: one in the
+// queue under its key is replayed as one with no record (claimed over it), never removed unsent. Topics have no duplicate detection to fall back on (the
 // Resolver's throttle path legitimately re-sends a MessageId), so the journal is the only guard.
 // A long replay writes its progress to an operation record as it goes, and is audited when it ends.
 import { auditorFields } from '../manager/commands.ts';
@@ -87,7 +88,7 @@ export interface ReplayPreview {
   topic: string;
   subscription: string;
   count: number;
-  /** Of `count`: a replay already sent their copy (journal `sent`/`done`); they are only removed, not sent. */
+  /** Of `count`: a replay already sent their copy (journal `sent`); they are only removed, not sent. */
   alreadySent: number;
   /** Of `count`: a replay died during their send; they are left in the queue until an operator decides. */
   uncertain: number;
@@ -188,6 +189,7 @@ export async function previewReplay(
   docs?: PlatformDocs,
 ): Promise<ReplayPreview> {
   const max = Math.min(sel.max ?? MAX_REPLAY, MAX_REPLAY);
+  // Without `done` records, as the run judges them: a dead letter beside one is replayed as one with no record.
   const [rules, open] = await Promise.all([topicRules(admin, topic), journal.openRecords(topic, subscription)]);
   const receiver = deadLetterReceiver(client, topic, subscription);
   const reach = new Map<string, { yes: number; unknown: number }>();
@@ -623,11 +625,13 @@ async function runReplay(
 
   /**
    * A warned dead letter (not `includeWarned`) dealt with without a send, when the journal says none is needed: its
-   * copy recorded as sent (`sent`/`done`) is removed as an un-warned one is (counted `alreadySent`), and under a
+   * copy recorded as sent (`sent`) is removed as an un-warned one is (counted `alreadySent`), and under a
    * `markDelivered` decision an uncertain one (`sending`) is removed as delivered. The warning is about a send, so it
    * holds back neither; before, a filter replay checked the warning first and skipped an already-sent one, left in
-   * the queue. False leaves it to be skipped: it has no record (replayOne would claim and send it), it is uncertain
-   * without that decision, or the journal did not answer.
+   * the queue. False leaves it to be skipped: it has no record (replayOne would claim and send it), or only a `done`
+   * one - written after its dead letter's completion, so about another dead letter under the same key (a recreated
+   * entity); before, it was removed unsent while the preview said skipped - it is uncertain without that decision,
+   * or the journal did not answer.
    */
   const settleWarned = async (m: ServiceBusReceivedMessage, v: DeadLetterView): Promise<boolean> => {
     let entry: JournalEntry | null;
@@ -637,10 +641,10 @@ async function runReplay(
       op.error = `replay journal unavailable, a warned dead letter left in the queue: ${errorText(err, 'store error')}`;
       return false;
     }
-    if (!entry) return false;
-    if (entry.record.state !== 'sending') {
+    if (!entry || entry.record.state === 'done') return false;
+    if (entry.record.state === 'sent') {
       op.alreadySent++;
-      await completeSent(m, entry.record.state === 'sent' ? entry : null);
+      await completeSent(m, entry);
       return true;
     }
     if (decision !== 'markDelivered') return false;
@@ -654,7 +658,14 @@ async function runReplay(
     let claim: JournalEntry | null = null;
     try {
       entry = await journal.get(key);
-      if (!entry) {
+      // `done` is written only after its dead letter was completed: this one, in the queue under the same key, is
+      // another (a recreated entity reusing the sequence number and the MessageId) and was never replayed. Claimed
+      // over it as if there were no record; before, it was removed without a copy - lost - while the preview
+      // (openRecords leaves `done` out) counted it as sent now.
+      if (entry?.record.state === 'done') {
+        claim = await journal.reclaimDone(entry, { operationId: op.id, auditor, auditorId });
+        if (!claim) entry = await journal.get(key);
+      } else if (!entry) {
         claim = await journal.claim(key, { operationId: op.id, auditor, auditorId });
         // Null: someone claimed it between our read and our create; judge their record.
         if (!claim) entry = await journal.get(key);
@@ -672,14 +683,15 @@ async function runReplay(
       if (r === 'sent') await eventAudit(v, 'ReplayDeadLetter', `dead letter replayed from ${topic}/${subscription}`);
       return r === 'sent' ? 'ok' : 'failed';
     }
-    if (!entry) {
+    if (!entry || entry.record.state === 'done') {
+      // Gone, or a `done` record someone else wrote since our read: judged anew by the next pass.
       held.push(m);
       return 'ok';
     }
-    if (entry.record.state !== 'sending') {
-      // `sent` (or `done` on a dead letter that is somehow back): the copy is out; remove it, send nothing.
+    if (entry.record.state === 'sent') {
+      // The copy is out; remove it, send nothing.
       op.alreadySent++;
-      await completeSent(m, entry.record.state === 'sent' ? entry : null);
+      await completeSent(m, entry);
       return 'ok';
     }
     if (decision) {

@@ -1,8 +1,10 @@
 // The replay journal: one Cosmos record per dead letter a replay has touched, so a replay that dies midway
 // never leads to a second copy (docs/operations.md "Replay journal"). The record is written as `sending`
 // BEFORE the copy goes out, `sent` once the send resolved, `done` once the dead letter is completed. A later
-// replay reads it first: `sent`/`done` → complete the dead letter without sending; `sending` → the copy may or
-// may not have gone out, so nothing is sent until an operator decides (resend, or remove as delivered).
+// replay reads it first: `sent` → complete the dead letter without sending; `sending` → the copy may or may not
+// have gone out, so nothing is sent until an operator decides (resend, or remove as delivered); `done` → its dead
+// letter is gone (written only after the completion), so a dead letter in the queue under the same key is another
+// one (a recreated entity reusing the sequence number and the MessageId): judged as one with no record.
 //
 // Every transition is conditional: the first claim is a create (fails if any record exists), the rest a
 // replace If-Match the etag this process read. Two consoles replaying the same dead letter (possible once a
@@ -83,7 +85,8 @@ export function recordIdOf(k: Pick<DeadLetterKey, 'sequenceNumber' | 'messageId'
 export type JournalVerdict = 'none' | 'alreadySent' | 'uncertain';
 
 export function verdictOf(record: JournalRecord | null | undefined): JournalVerdict {
-  if (!record) return 'none';
+  // `done`: about a dead letter already removed, not the one in the queue under its key (the header above).
+  if (!record || record.state === 'done') return 'none';
   return record.state === 'sending' ? 'uncertain' : 'alreadySent';
 }
 
@@ -153,7 +156,36 @@ export class ReplayJournal {
   /** The first claim: creates the record as `sending`. Null when a record already exists (someone else's). */
   async claim(k: DeadLetterKey, by: { operationId: string; auditor: string; auditorId?: string | undefined }): Promise<JournalEntry | null> {
     const c = await this.#c();
-    const record: JournalRecord = {
+    const record = this.#claimed(k, by);
+    try {
+      const r = await c.items.create(record);
+      return { record, etag: r.etag ?? '' };
+    } catch (err) {
+      if (cosmosStatus(err) === 409) return null;
+      rethrowCosmos(err, 'replay journal claim');
+    }
+  }
+
+  /**
+   * A claim over a `done` record (the header above: its dead letter is gone, the one in the queue under its key is
+   * another): replaces it with a fresh `sending` record, If-Match the etag read. Null when it changed since.
+   */
+  async reclaimDone(entry: JournalEntry, by: { operationId: string; auditor: string; auditorId?: string | undefined }): Promise<JournalEntry | null> {
+    if (entry.record.state !== 'done') throw new Error(`replay journal: only a done record is claimed again, not ${entry.record.state}`);
+    const c = await this.#c();
+    const record = this.#claimed(entry.record, by);
+    try {
+      const r = await c.item(record.id, record.scope).replace(record, { accessCondition: { type: 'IfMatch', condition: entry.etag } });
+      return { record, etag: r.etag ?? '' };
+    } catch (err) {
+      const code = cosmosStatus(err);
+      if (code === 412 || code === 404) return null;
+      rethrowCosmos(err, 'replay journal claim');
+    }
+  }
+
+  #claimed(k: DeadLetterKey, by: { operationId: string; auditor: string; auditorId?: string | undefined }): JournalRecord {
+    return {
       id: recordIdOf(k),
       scope: scopeOf(k.topic, k.subscription),
       topic: k.topic,
@@ -169,13 +201,6 @@ export class ReplayJournal {
       doneAt: null,
       decision: null,
     };
-    try {
-      const r = await c.items.create(record);
-      return { record, etag: r.etag ?? '' };
-    } catch (err) {
-      if (cosmosStatus(err) === 409) return null;
-      rethrowCosmos(err, 'replay journal claim');
-    }
   }
 
   /** Replaces the record if it is unchanged since `entry` was read; null when someone else changed it first. */

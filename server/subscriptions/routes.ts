@@ -221,16 +221,17 @@ async function refuseWarned(ctx: ConsoleContext, p: z.output<typeof subscription
 
 /**
  * The warned dead letters the request would send, so their warning (a send refused again) stands: not those whose copy
- * the journal records as sent (`sent`/`done`: a replay only removes them, as the preview counts them), and under a
+ * the journal records as sent (`sent`: a replay only removes them, as the preview counts them), and under a
  * `markDelivered` decision not those it holds `sending` (removing an uncertain one as delivered sends nothing - the
- * console's "Remove as delivered" was refused with a 409 on it before). One with no claim is replayed as usual
- * (claimed and sent), so its warning stands; the run checks the journal again (runReplay settleWarned).
+ * console's "Remove as delivered" was refused with a 409 on it before). One with no claim, or only a `done` record
+ * (about a dead letter already removed: replay.ts replayOne), is replayed as usual (claimed and sent), so its warning
+ * stands; the run checks the journal again (runReplay settleWarned).
  */
 async function wouldSend(ctx: ConsoleContext, p: z.output<typeof subscriptionParams>, warned: WarnedDeadLetter[], markDelivered: boolean): Promise<WarnedDeadLetter[]> {
   const found = await journalOf(ctx).getMany(warned.map((w) => ({ topic: p.topic, subscription: p.subscription, sequenceNumber: w.sequenceNumber, messageId: w.messageId })));
   return warned.filter((w) => {
     const state = found.get(w.sequenceNumber)?.record.state;
-    return state === undefined || (state === 'sending' && !markDelivered);
+    return state === undefined || state === 'done' || (state === 'sending' && !markDelivered);
   });
 }
 

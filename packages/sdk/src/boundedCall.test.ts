@@ -117,6 +117,38 @@ describe('BoundedLink', () => {
     assert.equal(await running, 'sent');
     assert.equal(link.lost, false, 'a refused call says nothing about the connection');
   });
+
+  test("stopRefuses 'lostBeforeStop': refused only after a loss to a call started before the stop", async () => {
+    const never = (signal: AbortSignal) =>
+      new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error)));
+    const options = { attemptAfterLoss: () => true, stopRefuses: 'lostBeforeStop' as const };
+    // A healthy link during a stop: its calls are made.
+    const healthyStop = new AbortController();
+    healthyStop.abort(new Error('subscriber host stopping'));
+    const healthy = new BoundedLink(1, undefined, { ...options, stopSignal: healthyStop.signal });
+    assert.equal(await healthy.run('sending', async () => 'sent'), 'sent');
+    // Lost to a call the stop itself started: later calls are still made (attemptAfterLoss).
+    await assert.rejects(healthy.run('notifying', never), OperationTimeoutError);
+    assert.equal(healthy.lostBeforeStop, false);
+    assert.equal(await healthy.run('dead-lettering', async () => 'dead-lettered'), 'dead-lettered');
+    // Lost to the call in flight when the stop came: the calls after it are refused without being made.
+    const stop = new AbortController();
+    const silent = new BoundedLink(1, undefined, { ...options, stopSignal: stop.signal });
+    const inFlight = silent.run('sending', (signal) => {
+      stop.abort(new Error('subscriber host stopping'));
+      return never(signal);
+    });
+    await assert.rejects(inFlight, OperationTimeoutError);
+    assert.equal(silent.lostBeforeStop, true);
+    let called = false;
+    await assert.rejects(
+      silent.run('dead-lettering', async () => {
+        called = true;
+      }),
+      /dead-lettering not attempted: subscriber host stopping/,
+    );
+    assert.equal(called, false);
+  });
 });
 
 describe('sessionDeliveryPort with a BoundedLink', () => {

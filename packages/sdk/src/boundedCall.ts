@@ -93,24 +93,36 @@ export function boundedCall<T>(
  * bound: for a delivery whose later steps matter more than the time they may cost (the last one the budget allows,
  * whose dead-letter notification tells the Resolver). Once `stopSignal` aborts, a call not yet started is refused at
  * once (one already running keeps its bound): for the calls whose wait a stop must not add to (the subscriber host's
- * walk behind a call given up, where each would otherwise wait out its bound on a silent connection).
+ * walk behind a call given up, where each would otherwise wait out its bound on a silent connection). With
+ * `stopRefuses: 'lostBeforeStop'` only a link lost to a call started before the stop is refused so: a link that was
+ * silent already when the stop came (its call in flight then timed out), whose later calls would each wait out their
+ * bound too; a healthy link - or one lost only to a call the stop itself started - keeps making its calls.
  */
 export class BoundedLink {
   private timedOut: OperationTimeoutError | undefined;
+  /** Whether the call that timed out first was started before the stop signal aborted. */
+  private timedOutBeforeStop = false;
   private readonly timeoutMs: number;
   private readonly consequence: string | undefined;
   private readonly attemptAfterLoss: (lostTo: OperationTimeoutError) => boolean;
   private readonly stopSignal: AbortSignal | undefined;
+  private readonly stopRefuses: 'all' | 'lostBeforeStop';
 
   constructor(
     timeoutMs: number,
     consequence?: string,
-    options: { attemptAfterLoss?: (lostTo: OperationTimeoutError) => boolean; stopSignal?: AbortSignal | undefined } = {},
+    options: {
+      attemptAfterLoss?: (lostTo: OperationTimeoutError) => boolean;
+      stopSignal?: AbortSignal | undefined;
+      /** Which calls an aborted stopSignal refuses: every one (the default), or only a link's lost before the stop. */
+      stopRefuses?: 'all' | 'lostBeforeStop';
+    } = {},
   ) {
     this.timeoutMs = timeoutMs;
     this.consequence = consequence;
     this.attemptAfterLoss = options.attemptAfterLoss ?? (() => false);
     this.stopSignal = options.stopSignal;
+    this.stopRefuses = options.stopRefuses ?? 'all';
   }
 
   /** True once a call over this link has timed out. */
@@ -123,8 +135,16 @@ export class BoundedLink {
     return this.timedOut;
   }
 
+  /**
+   * True once a call over this link timed out that was started before the stop signal aborted (or with no stop
+   * signal): the link was lost before any stop, not by a call the stop's own work made.
+   */
+  get lostBeforeStop(): boolean {
+    return this.timedOutBeforeStop;
+  }
+
   run<T>(what: string, call: (abortSignal: AbortSignal) => Promise<T>): Promise<T> {
-    if (this.stopSignal?.aborted) {
+    if (this.stopSignal?.aborted && (this.stopRefuses === 'all' || this.timedOutBeforeStop)) {
       const reason: unknown = this.stopSignal.reason;
       return Promise.reject(
         new Error(`${what} not attempted: ${reason instanceof Error ? reason.message : 'stopping'}`, { cause: reason }),
@@ -133,9 +153,13 @@ export class BoundedLink {
     const lostTo = this.timedOut;
     if (lostTo && !this.attemptAfterLoss(lostTo))
       return Promise.reject(new Error(`${what} not attempted: ${lostTo.message}`, { cause: lostTo }));
+    const startedBeforeStop = this.stopSignal?.aborted !== true;
     return boundedCall(what, call, { timeoutMs: this.timeoutMs, consequence: this.consequence }).catch(
       (error: unknown) => {
-        if (error instanceof OperationTimeoutError) this.timedOut ??= error;
+        if (error instanceof OperationTimeoutError && this.timedOut === undefined) {
+          this.timedOut = error;
+          this.timedOutBeforeStop = startedBeforeStop;
+        }
         throw error;
       },
     );

@@ -232,9 +232,11 @@ export class SubscriberHost implements AsyncDisposable {
    * takes the budget path instead (the notification to the Resolver, then the SDK's own dead-letter; the
    * dispatcher's cancelledOnLastDelivery). Returns within about `acceptWaitMs` plus the settlements in flight (each broker call of which waits at
    * most `operationTimeoutMs`); on a connection gone silent, within the settlements plus about twice
-   * `operationTimeoutMs` (the accepts, then the closes). A walk behind a broker call given up starts no new call once
-   * stopping: stop() waits for the call in flight (one bound), and the rest of that batch is left to the broker (one
-   * warning counts it; those on their last delivery are then dead-lettered by the broker, unannounced).
+   * `operationTimeoutMs` (the accepts, then the closes). A walk behind a broker call started before stop() and given
+   * up (already, or the call in flight when stop() came) starts no new call once stopping, nor does that message:
+   * stop() waits for the call in flight (one bound), and the rest of that batch is left to the broker (one warning
+   * counts it; those on their last delivery are then dead-lettered by the broker, unannounced). A stop that began
+   * healthy walks its rest in full, a call of its own given up included (stopWalk.test.ts).
    */
   async stop(options: { waitForPendingAccepts?: boolean } = {}): Promise<void> {
     if (!this.started) return;
@@ -433,8 +435,9 @@ export class SubscriberHost implements AsyncDisposable {
         // Set once a delivery of this batch was left unsettled with the circuit closed: the rest goes back with it.
         let leftBehind: AbortSignal | undefined;
         // Set once a broker call of this batch was given up (operationTimeoutMs): the rest goes back with the session,
-        // which is then given up as failed (this error, after the walk).
-        let givenUp: { signal: AbortSignal; error: Error } | undefined;
+        // which is then given up as failed (this error, after the walk). `beforeStop`: the call was started before
+        // stop() (the link was silent already when the stop came), not by the stop's own walk.
+        let givenUp: { signal: AbortSignal; error: Error; beforeStop: boolean } | undefined;
         // Whether a message of the rest already went back untouched (deliveries left): see replayed copies below.
         let wentBack = false;
         for (const [index, message] of messages.entries()) {
@@ -443,7 +446,10 @@ export class SubscriberHost implements AsyncDisposable {
           // stop() waited for the whole walk: minutes. The rest goes back with the session, as on any stop; those on
           // their last delivery are then dead-lettered by the broker without a word to the Resolver, which is what
           // the warning counts. Test: packages/sdk/e2e/batchGivenUpStop.test.ts.
-          if (givenUp && this.stopping) {
+          // Only behind a call started before stop(): a stop that began healthy walks its rest as before, a slow call
+          // of its own walk included - cut there, one slow notification silenced every later message on its last
+          // delivery (stopWalk.test.ts).
+          if (givenUp?.beforeStop && this.stopping) {
             this.warnWalkCut(receiver.sessionId, messages.slice(index));
             break;
           }
@@ -490,9 +496,13 @@ export class SubscriberHost implements AsyncDisposable {
           // completion may have landed, so a budget notification would contradict the answer the Resolver has.
           const link = new BoundedLink(this.operationTimeoutMs, 'the delivery is left for redelivery', {
             attemptAfterLoss: (lostTo) => last && lostTo.operation !== COMPLETING_THE_MESSAGE,
-            // In the walk behind a call given up, a stop refuses the calls not started yet (the one running keeps its
-            // bound), so stop() waits for at most one call of the walk (above).
-            stopSignal: givenUp ? signal : undefined,
+            // In the walk behind a call given up before the stop, a stop refuses the calls not started yet (the one
+            // running keeps its bound), so stop() waits for at most one call of the walk (above). Any other message's
+            // calls are refused only once its own link was lost to a call started before the stop (the call in flight
+            // when stop() came): on its last delivery the notification, dead-letter and replay cursor after it would
+            // each wait out a bound on the silent link. A healthy link during a healthy stop is never refused.
+            stopSignal: signal,
+            stopRefuses: givenUp?.beforeStop ? 'all' : 'lostBeforeStop',
           });
           const port = sessionDeliveryPort(receiver, this.sender!, state, message, {
             link,
@@ -569,6 +579,7 @@ export class SubscriberHost implements AsyncDisposable {
             givenUp = {
               signal: AbortSignal.abort(new Error('an earlier broker call of the session did not answer')),
               error: new Error(`giving the session up: ${why}`, { cause: lostTo }),
+              beforeStop: link.lostBeforeStop,
             };
             // This message comes back: a replayed copy of the rest on its last delivery goes back too (above).
             if (result === 'transient' || result === 'cancelled') wentBack = true;
@@ -580,6 +591,7 @@ export class SubscriberHost implements AsyncDisposable {
             givenUp ??= {
               signal: AbortSignal.abort(new Error('an earlier broker call of the session did not answer')),
               error: new Error(`giving the session up: ${link.lostTo!.message}`, { cause: link.lostTo }),
+              beforeStop: link.lostBeforeStop,
             };
             continue;
           }
