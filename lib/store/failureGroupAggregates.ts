@@ -13,8 +13,9 @@
 // what can drift for the counters: a process that dies between the row write and the patch (or a patch that
 // fails: counted and logged, see aggregateLosses) leaves the aggregate off by those rows, and rows written around
 // the store (the fingerprint backfill, the bench's bulk seeding) are not counted at all. rebuildFailureGroups repairs both
-// from the rows: recountEndpoint runs it (after an unclean stop, when a Resolver instance died), and so does
-// `npm run backfill:fingerprints`.
+// from the rows: recountEndpoint runs it (after an unclean stop, when a Resolver instance died), so does
+// `npm run backfill:fingerprints`, and so does the store after a write over a row that does not parse (its old group
+// is unknown: docs/store.md, "A terminal write over an unreadable row").
 //
 // lastAt and the example are set by the patch that brings a row in (last writer wins: two writers on one
 // endpoint's group in the same few milliseconds can leave them one arrival behind); firstAt is set when the
