@@ -30,22 +30,28 @@ export function PermanentFailuresWarning({ count }: { count: number }) {
   );
 }
 
+/** " (open event E)." after a warning about a dead letter whose event is known; nothing otherwise. */
+function OpenEventSuffix({ d }: { d: Pick<DeadLetter, 'event'> }) {
+  if (!d.event) return null;
+  return (
+    <>
+      {' '}
+      (
+      <Link href={eventHref(d.event.endpointId, d.event.eventId)} className="text-sky-700 hover:underline">
+        open event {d.event.eventId}
+      </Link>
+      ).
+    </>
+  );
+}
+
 /** A dead letter whose replay is futile or harmful (a refused Manager command…): why, and where to act instead. */
 export function ReplayWarningNote({ d }: { d: Pick<DeadLetter, 'replayWarning' | 'event'> }) {
   if (!d.replayWarning) return null;
   return (
     <p className="mt-1 rounded border border-amber-300 bg-amber-50 p-2 text-xs text-amber-900" data-replay-warning={d.replayWarning.code}>
       Not replayed: {d.replayWarning.text}
-      {d.event && (
-        <>
-          {' '}
-          (
-          <Link href={eventHref(d.event.endpointId, d.event.eventId)} className="text-sky-700 hover:underline">
-            open event {d.event.eventId}
-          </Link>
-          ).
-        </>
-      )}
+      <OpenEventSuffix d={d} />
     </p>
   );
 }
@@ -120,16 +126,7 @@ export function ResendWarnedOption({ d, chosen, busy, onChange }: { d: Pick<Dead
     <div className="mt-2 rounded border border-amber-300 bg-amber-50 p-2 text-amber-900" data-resend-warned={d.replayWarning.code}>
       <p>
         <b>It will likely be refused again:</b> {d.replayWarning.text}
-        {d.event && (
-          <>
-            {' '}
-            (
-            <Link href={eventHref(d.event.endpointId, d.event.eventId)} className="text-sky-700 hover:underline">
-              open event {d.event.eventId}
-            </Link>
-            ).
-          </>
-        )}
+        <OpenEventSuffix d={d} />
       </p>
       <label className="mt-1 flex items-start gap-2">
         <input type="checkbox" className="mt-1" checked={chosen} disabled={busy} onChange={(e) => onChange(e.target.checked)} />

@@ -172,16 +172,8 @@ export class ReplayJournal {
    */
   async reclaimDone(entry: JournalEntry, by: { operationId: string; auditor: string; auditorId?: string | undefined }): Promise<JournalEntry | null> {
     if (entry.record.state !== 'done') throw new Error(`replay journal: only a done record is claimed again, not ${entry.record.state}`);
-    const c = await this.#c();
-    const record = this.#claimed(entry.record, by);
-    try {
-      const r = await c.item(record.id, record.scope).replace(record, { accessCondition: { type: 'IfMatch', condition: entry.etag } });
-      return { record, etag: r.etag ?? '' };
-    } catch (err) {
-      const code = cosmosStatus(err);
-      if (code === 412 || code === 404) return null;
-      rethrowCosmos(err, 'replay journal claim');
-    }
+    const { id: _id, scope: _scope, ...claim } = this.#claimed(entry.record, by);
+    return this.transition(entry, claim);
   }
 
   #claimed(k: DeadLetterKey, by: { operationId: string; auditor: string; auditorId?: string | undefined }): JournalRecord {
