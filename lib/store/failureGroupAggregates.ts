@@ -13,9 +13,8 @@
 // what can drift for the counters: a process that dies between the row write and the patch (or a patch that
 // fails: counted and logged, see aggregateLosses) leaves the aggregate off by those rows, and rows written around
 // the store (the fingerprint backfill, the bench's bulk seeding) are not counted at all. rebuildFailureGroups repairs both
-// from the rows: recountEndpoint runs it (after an unclean stop, when a Resolver instance died), so does
-// `npm run backfill:fingerprints`, and so does the store after a write over a row that does not parse (its old group
-// is unknown: docs/store.md, "A terminal write over an unreadable row").
+// from the rows: recountEndpoint runs it (after an unclean stop, when a Resolver instance died), and so does
+// `npm run backfill:fingerprints`.
 //
 // lastAt and the example are set by the patch that brings a row in (last writer wins: two writers on one
 // endpoint's group in the same few milliseconds can leave them one arrival behind); firstAt is set when the
@@ -258,7 +257,8 @@ let lossCounter: { add(n: number, attrs?: Record<string, string>): void } | unde
  * next rebuild.
  */
 function recordLoss(change: GroupChange, err: unknown, log: (line: string) => void): void {
-  const cause = failureCause(err);
+  const status = cosmosStatus(err);
+  const cause = status !== undefined ? `status ${status}` : err instanceof Error ? err.name : 'unknown error';
   losses.count++;
   losses.lastAt = new Date().toISOString();
   losses.lastEndpointId = change.endpointId;
@@ -274,14 +274,7 @@ function recordLoss(change: GroupChange, err: unknown, log: (line: string) => vo
   );
 }
 
-/** What a log line may say of a failure: a status code or an error name, never a message (it can quote a payload). */
-export function failureCause(err: unknown): string {
-  const status = cosmosStatus(err);
-  return status !== undefined ? `status ${status}` : err instanceof Error ? err.name : 'unknown error';
-}
-
-/** One warning as a JSON line on stderr: the store's default log for what it repairs or leaves to a recount. */
-export const defaultLog = (line: string) => process.stderr.write(`${JSON.stringify({ level: 'warn', msg: line, time: new Date().toISOString() })}\n`);
+const defaultLog = (line: string) => process.stderr.write(`${JSON.stringify({ level: 'warn', msg: line, time: new Date().toISOString() })}\n`);
 
 /**
  * Applies a status write's change to the aggregates. Called by the store after the row is written (one place per
@@ -342,27 +335,14 @@ interface RebuildRow {
 
 /**
  * Rebuilds one endpoint's group documents from its failed rows: repairs drift (a delta lost in a crash, rows
- * written around the store, a row that no longer parses overwritten). Like recountEndpoint, each document is
- * replaced conditionally on the etag read before counting, so a delta applied meanwhile makes the endpoint count
- * again rather than be lost; documents of groups with no rows left are deleted (If-Match too). Returns the number of
- * groups and rows counted; throws after `attempts` rounds that kept meeting changes.
- *
- * Concurrent writers (applyGroupTransitions): no move is lost - a patch that lands between the etag read and the
- * replace or delete fails it (412) and the endpoint is counted again, and one that lands after a delete finds no
- * document and creates it with its own change. But a move whose row the rows query saw and whose patch lands after
- * the replace is counted twice (an enter one too many; a leave one too few, after a delete a document of -1): the
- * patch follows its row write, and nothing on the row says whether it has landed. Exact therefore only for moves
- * whose patch lands before the etag read or whose row lands after the rows query; the next rebuild repairs the rest.
+ * written around the store). Like recountEndpoint, each document is replaced conditionally on the etag read
+ * before counting, so a delta applied meanwhile makes the endpoint count again rather than be lost; documents of
+ * groups with no rows left are deleted. Returns the number of groups and rows counted.
  */
-export async function rebuildFailureGroups(
-  database: Database,
-  endpointId: string,
-  now = () => new Date(),
-  { attempts = 5 }: { attempts?: number } = {},
-): Promise<{ groups: number; rows: number }> {
+export async function rebuildFailureGroups(database: Database, endpointId: string, now = () => new Date()): Promise<{ groups: number; rows: number }> {
   const container = await failureGroupsContainer(database);
   const events = database.container('events');
-  for (let attempt = 1; attempt <= attempts; attempt++) {
+  for (let attempt = 1; attempt <= 5; attempt++) {
     let existing: Array<{ id: string; _etag: string }>;
     try {
       existing = (

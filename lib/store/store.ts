@@ -43,7 +43,7 @@ import { decideStaleWrite, isGuarded, UnclassifiedWriteError, type GuardedRowVie
 import { HistoryContext, historyQuestions, type HistoryAnswer, type HistoryQuestions, type RecordedHistory } from './historyContext.ts';
 import { docId, statusRowId } from './ids.ts';
 import { fingerprintOf } from './fingerprint.ts';
-import { applyGroupTransition, applyGroupTransitions, defaultLog, failureCause, rebuildFailureGroups } from './failureGroupAggregates.ts';
+import { applyGroupTransition, applyGroupTransitions, rebuildFailureGroups } from './failureGroupAggregates.ts';
 import {
   COUNTER_DOC_ID,
   CounterBuffer,
@@ -394,11 +394,6 @@ export interface StoreOptions extends CosmosConnection {
    * close(). Default 5000. No timer runs while nothing is in doubt.
    */
   settleIntervalMs?: number;
-  /**
-   * Where the store's warnings go: what it could not repair itself and leaves to `npm run recount` (ids and status
-   * codes only, never a payload). Default: one JSON line on stderr.
-   */
-  warn?: (line: string) => void;
 }
 
 /**
@@ -507,7 +502,6 @@ export async function createStore(options: StoreOptions): Promise<MessageStore> 
       counterOwner: options.counterOwner ?? `store-${randomUUID()}`,
       rowCacheSize: options.rowCacheSize ?? 5000,
       settleIntervalMs: options.settleIntervalMs ?? 5000,
-      warn: options.warn ?? defaultLog,
     });
   } catch (err) {
     if (options.client == null) client.dispose();
@@ -549,7 +543,6 @@ export class MessageStore {
   /** Per endpoint, the recount after a write over an unreadable row that runs or waits (#recountOverUnreadable). */
   readonly #unreadableRecounts = new Map<string, { started: boolean; done: Promise<boolean> }>();
   readonly #settleIntervalMs: number;
-  readonly #warn: (line: string) => void;
   #settleTimer: NodeJS.Timeout | undefined;
   /** The last settle pass started (they run one at a time, each after the one before). */
   #settling: Promise<unknown> = Promise.resolve();
@@ -576,7 +569,6 @@ export class MessageStore {
       counterOwner: string;
       rowCacheSize: number;
       settleIntervalMs?: number;
-      warn?: (line: string) => void;
     },
   ) {
     this.#client = client;
@@ -589,7 +581,6 @@ export class MessageStore {
       options.counterFlushMs > 0 ? new CounterBuffer(containers.counters, options.counterFlushMs, options.counterOwner) : undefined;
     this.#settleIntervalMs = options.settleIntervalMs ?? 0;
     this.#writerId = options.counterOwner;
-    this.#warn = options.warn ?? defaultLog;
   }
 
   /**
@@ -1265,15 +1256,13 @@ export class MessageStore {
           counters = 'failed';
         }
       }
-      // Failure-group aggregates move with the row, from the version replaced to the one written (never throws).
-      // Before the recount below: its group rebuild counts this row, so this move must have landed by then.
-      await applyGroupTransition(this.database, existing, final);
-      // An unreadable old row's bucket and group are unknown: only the new ones were counted above, and the old ones
-      // may still hold it. The endpoint is recounted from its rows now, after this write's delta is applied or
-      // buffered (with its stamp on the row), so the counts come out right; the caller is told a recount is due only
-      // if that fails. Its failure groups are rebuilt with it (a failed rebuild is logged, not answered).
+      // An unreadable old row's bucket is unknown: only the new bucket was counted above, and the old one may still
+      // hold it. The endpoint is recounted from its rows now, after this write's delta is applied or buffered (with
+      // its stamp on the row), so the counts come out right; the caller is told a recount is due only if that fails.
       if (unreadable) counters = (await this.#recountOverUnreadable(first.endpointId)) ? 'recounted' : 'failed';
       if (landedUncounted) counters = 'failed';
+      // Failure-group aggregates move with the row, from the version replaced to the one written (never throws).
+      await applyGroupTransition(this.database, existing, final);
       for (const r of results) if (r.outcome === 'written') r.counters = counters;
       return results;
     }
@@ -2350,10 +2339,9 @@ export class MessageStore {
   }
 
   /**
-   * After a write over a row that did not parse: sets the endpoint's counters from its rows and rebuilds its failure
-   * groups, at most one recount per endpoint waiting to start (a write that finds one queued joins it: it starts after
-   * this write and its group move landed, which is all this write needs). Resolves false when the counters could not
-   * be set (the caller reports `counters: 'failed'`); a rebuild that fails is logged (#rebuildGroupsOverUnreadable).
+   * After a write over a row that did not parse: sets the endpoint's counters from its rows, at most one recount per
+   * endpoint waiting to start (a write that finds one queued joins it: it starts after this write landed, which is all
+   * this write needs). Resolves false when the counters could not be set (the caller reports `counters: 'failed'`).
    */
   #recountOverUnreadable(endpointId: string): Promise<boolean> {
     const queued = this.#unreadableRecounts.get(endpointId);
@@ -2362,49 +2350,13 @@ export class MessageStore {
     entry.done = (queued?.done ?? Promise.resolve(true)).then(async () => {
       entry.started = true;
       try {
-        const counted = await this.#recountAsFlushed(endpointId);
-        await this.#rebuildGroupsOverUnreadable(endpointId);
-        return counted;
+        return await this.#recountAsFlushed(endpointId);
       } finally {
         if (this.#unreadableRecounts.get(endpointId) === entry) this.#unreadableRecounts.delete(endpointId);
       }
     });
     this.#unreadableRecounts.set(endpointId, entry);
     return entry.done;
-  }
-
-  /**
-   * The failure-group half of #recountOverUnreadable: the endpoint's groups rebuilt from its rows (rebuildFailureGroups,
-   * what `npm run recount` runs), bounded to three attempts. Never throws: a rebuild that fails, or one this store
-   * cannot order after its own pending group moves, is one warning naming the endpoint and the cause (a status code or
-   * an error name, never a message) and is left to `npm run recount`.
-   *
-   * A rebuild is exact only for moves that land before it reads the rows or after it writes the documents: every move
-   * is an `incr` patch sent after its row write, so one whose row it counted and whose patch lands after its replace
-   * is counted twice (a patch landing in between changes the document's etag, and the rebuild counts again; none is
-   * lost). This store's own writes in doubt are the wide case - a landed write's move is applied only when it is
-   * settled, possibly long after its row - so they are settled first, and if some on this endpoint stay in doubt the
-   * rebuild is not run. Other processes' moves in that gap remain the residue (docs/store.md).
-   */
-  async #rebuildGroupsOverUnreadable(endpointId: string): Promise<void> {
-    const doubtsHere = () => [...this.#inDoubt.values()].some((d) => d.endpointId === endpointId);
-    // A settle pass running may have taken entries whose group moves are still on the way: waited for too.
-    if (this.#passesRunning > 0 || doubtsHere()) await this.#settleWithin(SETTLE_BUDGET_MS);
-    if (doubtsHere()) {
-      this.#warn(
-        `failure groups of endpoint ${endpointId} not rebuilt after a write over an unreadable row (writes of this store on it are in doubt); ` +
-          `the group of the row replaced may still count it: npm run recount -- ${endpointId}`,
-      );
-      return;
-    }
-    try {
-      await rebuildFailureGroups(this.database, endpointId, this.#now, { attempts: 3 });
-    } catch (err) {
-      this.#warn(
-        `failure groups of endpoint ${endpointId} not rebuilt after a write over an unreadable row (${failureCause(err)}); ` +
-          `the group of the row replaced may still count it: npm run recount -- ${endpointId}`,
-      );
-    }
   }
 
   /**
