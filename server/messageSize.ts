@@ -248,11 +248,18 @@ export class CommandMessageSize {
    * The size a message sent straight to `endpointId`'s topic (an agent's publish) is checked against now: that topic's
    * alone - the message never passes the Manager topic - and, until it is read, the Manager topic's standing for it as
    * for a command. Before, a publish was checked against the Manager topic's size only: an event between the two sizes
-   * was claimed and sent to a topic that takes less. Never rejects.
+   * was claimed and sent to a topic that takes less. `forwardedTo`: the topics its forwarder subscriptions pass it on
+   * to (the event type's consumers), each holding it to its size once read - a forward a consumer's topic refuses
+   * leaves that consumer without the event and the Resolver without its record. Never rejects.
    */
-  async topicBytes(endpointId: string): Promise<number> {
-    const [manager, own, through] = await Promise.all([this.#manager.bytes(), this.#endpoint(endpointId).known(), this.#throughBytes()]);
-    return Math.min(own ?? manager, through);
+  async topicBytes(endpointId: string, forwardedTo: readonly string[] = []): Promise<number> {
+    const [manager, own, through, ...onward] = await Promise.all([
+      this.#manager.bytes(),
+      this.#endpoint(endpointId).known(),
+      this.#throughBytes(),
+      ...forwardedTo.map((topic) => this.#endpoint(topic).known()),
+    ]);
+    return Math.min(own ?? manager, through, ...onward.filter((n): n is number => n !== undefined));
   }
 
   /** The smallest size read of the topics every message is forwarded to (Infinity when none is read). */

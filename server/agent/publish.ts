@@ -97,7 +97,10 @@ export async function publishAsAgent(
   // Held to the topic it is sent to, the endpoint's own (until that topic's size is read, the Manager topic's stands
   // for it). Before, only the Manager topic's size was checked: an event between the two was claimed and sent to a
   // topic given less (publishTopicSize.test.ts). A broker refusing it all the same is answered 413 (isSizeRefusal).
-  requireSendableSize("the event's message", (message.body as Buffer).length, await ctx.commandMessageSize.topicBytes(endpointId));
+  // And to its consumers' topics, which the endpoint topic's forwarder subscriptions pass it on to (and the Resolver
+  // topic's, which every copy reaches): a forward refused there is lost to that consumer (publishForwardSize.test.ts).
+  const consumers = ctx.catalog.endpoints.filter((e) => e.consumes.some((t) => t.toLowerCase() === eventTypeId.toLowerCase())).map((e) => e.id);
+  requireSendableSize("the event's message", (message.body as Buffer).length, await ctx.commandMessageSize.topicBytes(endpointId, consumers));
   const records = publishRecordsOf(ctx.store.database);
   const claim = await records.begin({ endpointId, messageId: prepared.messageId, principalId, requestedSessionId: sessionId ?? null });
   switch (claim.kind) {

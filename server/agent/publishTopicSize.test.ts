@@ -31,8 +31,9 @@ const stack = useConsoleStack({
   env: oidcTestEnv(SECRET, { roles: { 'Order.Publish': `Agent:${SMALL_EP}`, 'Invoice.Publish': `Agent:${LARGE_EP}` }, groups: {} }),
   // Before the console opens its context (the route's first getContext), as a Premium namespace's topics are set up.
   prepare: async (s) => {
-    // The Resolver topic too: every event's copy is forwarded to it, and its size holds publishes as well.
-    for (const topic of [Topic.Manager, Topic.Resolver, LARGE_EP]) await s.serviceBus.admin.updateTopic({ ...(await s.serviceBus.admin.getTopic(topic)), maxMessageSizeInKilobytes: 1024 });
+    // The Resolver topic and erpendpoint's too: every event's copy is forwarded to the Resolver topic, and
+    // InvoiceIssued to its consumer erpendpoint (publishForwardSize.test.ts): their sizes hold publishes as well.
+    for (const topic of [Topic.Manager, Topic.Resolver, LARGE_EP, 'erpendpoint']) await s.serviceBus.admin.updateTopic({ ...(await s.serviceBus.admin.getTopic(topic)), maxMessageSizeInKilobytes: 1024 });
     assert.equal((await s.serviceBus.admin.getTopic(SMALL_EP)).maxMessageSizeInKilobytes, 256, "the emulator's per-topic default");
   },
 });
