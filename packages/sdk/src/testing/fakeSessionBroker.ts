@@ -170,7 +170,7 @@ export function host(
     backoff: { initialMs: extra.backoffMs ?? 20 },
     transientHold: { initialMs: 20 },
     logger,
-    circuitBreaker: extra.breaker,
+    ...(extra.breaker ? { circuitBreaker: extra.breaker } : {}),
     ...(extra.retryPolicies ? { retryPolicies: extra.retryPolicies } : {}),
     observers: [{ onMessageFailed: (_m, e) => void extra.failed?.push(e) }],
     onDelivery: (r) => {
