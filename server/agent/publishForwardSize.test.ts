@@ -9,13 +9,11 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Topic } from '@nimbus/sdk/contract';
-import { deterministicMessageId } from '@nimbus/sdk';
 import { useConsoleStack } from '../testing/consoleStack.ts';
+import { agentAs, publishRecordOf } from './testing/agentRoutes.ts';
+import { messagesOnBroker } from '../testing/brokerCount.ts';
 import { oidcTestEnv } from '../testing/oidcEnv.ts';
-import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
-import type { Principal } from '../auth/principal.ts';
-import { AgentClient, AgentRequestError } from '../../packages/sdk/src/agentClient.ts';
-import { PUBLISH_RECORDS_CONTAINER, publishRecordId, type PublishRecord } from './publishRecords.ts';
+import { AgentRequestError } from '../../packages/sdk/src/agentClient.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -36,33 +34,10 @@ const stack = useConsoleStack({
   },
 });
 
-/** An AgentClient whose requests go to the publish route as `who`; `requests` counts them. */
-function agentAs(who: Principal) {
-  const cookie = `${SESSION_COOKIE}=${sealSession(who, { secret: SECRET, maxAgeSeconds: 600 })}`;
-  const seen = { requests: 0 };
-  const routes = (async (input: URL, init: RequestInit) => {
-    seen.requests++;
-    const request = new Request(`http://127.0.0.1:3000${input.pathname}`, { ...init, headers: { ...(init.headers as Record<string, string>), host: '127.0.0.1:3000', cookie } });
-    return (await import('../../app/api/agent/publish/route.ts')).POST(request);
-  }) as typeof fetch;
-  return { client: new AgentClient({ consoleUrl: 'http://127.0.0.1:3000', fetch: routes, retry: { attempts: 4, initialMs: 10, maxMs: 10 } }), seen };
-}
-
-function messagesOnBroker(): number {
-  const broker = stack.emulator.broker;
-  return broker.listTopics().reduce((n, t) => n + broker.listSubscriptions(t.name).reduce((m, s) => m + broker.getSubscriptionRuntime(t.name, s.subscriptionName).totalMessageCount, 0), 0);
-}
-
-async function recordOf(endpointId: string, eventTypeId: string, payload: unknown): Promise<PublishRecord | undefined> {
-  const id = publishRecordId(endpointId, deterministicMessageId(eventTypeId, JSON.stringify(payload)));
-  const { resource } = await stack.store.database.container(PUBLISH_RECORDS_CONTAINER).item(id, endpointId).read<PublishRecord>();
-  return resource;
-}
-
 describe("an agent's publish is held to its consumers' topics", () => {
   test('a 300 KB InvoiceIssued from billingendpoint (1024 KB) whose consumer erpendpoint takes 256 KB: 413 naming 256 KB, once; nothing claimed or sent', async () => {
-    const { client, seen } = agentAs({ kind: 'user', id: 'oid-billing', name: 'billing@test', roles: ['Invoice.Publish'], groups: [] });
-    const onBroker = messagesOnBroker();
+    const { client, seen } = agentAs(SECRET, { kind: 'user', id: 'oid-billing', name: 'billing@test', roles: ['Invoice.Publish'], groups: [] });
+    const onBroker = messagesOnBroker(stack.emulator.broker);
     const invoice = { invoiceId: 'INV-forward', orderId: 'ORD-forward', amount: 1, currency: 'EUR', note: 'x'.repeat(300_000) };
     const err = await client.publish({ endpointId: LARGE_EP, eventTypeId: 'InvoiceIssued', payload: invoice }).then(
       (answer) => assert.fail(`sent: ${JSON.stringify(answer)}`),
@@ -72,7 +47,7 @@ describe("an agent's publish is held to its consumers' topics", () => {
     assert.equal(err.status, 413);
     assert.match(err.message, /256 KB message limit/);
     assert.equal(seen.requests, 1, 'a 413 is not retried');
-    assert.equal(await recordOf(LARGE_EP, 'InvoiceIssued', invoice), undefined, 'no publish record claimed');
-    assert.equal(messagesOnBroker(), onBroker, 'nothing sent');
+    assert.equal(await publishRecordOf(stack.store.database, LARGE_EP, 'InvoiceIssued', invoice), undefined, 'no publish record claimed');
+    assert.equal(messagesOnBroker(stack.emulator.broker), onBroker, 'nothing sent');
   });
 });

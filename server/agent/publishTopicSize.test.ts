@@ -9,14 +9,12 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Topic } from '@nimbus/sdk/contract';
-import { deterministicMessageId } from '@nimbus/sdk';
 import { useConsoleStack } from '../testing/consoleStack.ts';
+import { agentAs, publishRecordOf } from './testing/agentRoutes.ts';
+import { messagesOnBroker } from '../testing/brokerCount.ts';
 import { oidcTestEnv } from '../testing/oidcEnv.ts';
-import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
-import type { Principal } from '../auth/principal.ts';
-import { AgentClient, AgentRequestError } from '../../packages/sdk/src/agentClient.ts';
+import { AgentRequestError } from '../../packages/sdk/src/agentClient.ts';
 import { MAX_SENT_BODY_BYTES } from '../messageSize.ts';
-import { PUBLISH_RECORDS_CONTAINER, publishRecordId, type PublishRecord } from './publishRecords.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -38,42 +36,19 @@ const stack = useConsoleStack({
   },
 });
 
-/** An AgentClient whose requests go to the publish route as `who`; `requests` counts them. */
-function agentAs(who: Principal) {
-  const cookie = `${SESSION_COOKIE}=${sealSession(who, { secret: SECRET, maxAgeSeconds: 600 })}`;
-  const seen = { requests: 0 };
-  const routes = (async (input: URL, init: RequestInit) => {
-    seen.requests++;
-    const request = new Request(`http://127.0.0.1:3000${input.pathname}`, { ...init, headers: { ...(init.headers as Record<string, string>), host: '127.0.0.1:3000', cookie } });
-    return (await import('../../app/api/agent/publish/route.ts')).POST(request);
-  }) as typeof fetch;
-  return { client: new AgentClient({ consoleUrl: 'http://127.0.0.1:3000', fetch: routes, retry: { attempts: 4, initialMs: 10, maxMs: 10 } }), seen };
-}
-
-function messagesOnBroker(): number {
-  const broker = stack.emulator.broker;
-  return broker.listTopics().reduce((n, t) => n + broker.listSubscriptions(t.name).reduce((m, s) => m + broker.getSubscriptionRuntime(t.name, s.subscriptionName).totalMessageCount, 0), 0);
-}
-
-async function recordOf(endpointId: string, eventTypeId: string, payload: unknown): Promise<PublishRecord | undefined> {
-  const id = publishRecordId(endpointId, deterministicMessageId(eventTypeId, JSON.stringify(payload)));
-  const { resource } = await stack.store.database.container(PUBLISH_RECORDS_CONTAINER).item(id, endpointId).read<PublishRecord>();
-  return resource;
-}
-
 describe("an agent's publish is held to its endpoint topic's message size", () => {
   test('a 300 KB event fits a topic taking 1024 KB: sent', async () => {
-    const { client } = agentAs({ kind: 'user', id: 'oid-billing', name: 'billing@test', roles: ['Invoice.Publish'], groups: [] });
-    const onBroker = messagesOnBroker();
+    const { client } = agentAs(SECRET, { kind: 'user', id: 'oid-billing', name: 'billing@test', roles: ['Invoice.Publish'], groups: [] });
+    const onBroker = messagesOnBroker(stack.emulator.broker);
     const invoice = { invoiceId: 'INV-big', orderId: 'ORD-big-invoice', amount: 1, currency: 'EUR', note: 'x'.repeat(300_000) };
     const published = await client.publish({ endpointId: LARGE_EP, eventTypeId: 'InvoiceIssued', payload: invoice });
     assert.equal(published.endpointId, LARGE_EP);
-    assert.ok(messagesOnBroker() > onBroker, 'the event is on the broker');
+    assert.ok(messagesOnBroker(stack.emulator.broker) > onBroker, 'the event is on the broker');
   });
 
   test('a 300 KB event to a topic taking 256 KB (the Manager topic 1024 KB): 413 naming 256 KB, once; nothing claimed or sent', async () => {
-    const { client, seen } = agentAs({ kind: 'user', id: 'oid-orders', name: 'orders@test', roles: ['Order.Publish'], groups: [] });
-    const onBroker = messagesOnBroker();
+    const { client, seen } = agentAs(SECRET, { kind: 'user', id: 'oid-orders', name: 'orders@test', roles: ['Order.Publish'], groups: [] });
+    const onBroker = messagesOnBroker(stack.emulator.broker);
     const order = { orderId: 'ORD-big', customerId: 'C-1', lines: [{ sku: 'x'.repeat(300_000), quantity: 1, unitPrice: 1 }], total: 1, currency: 'EUR' };
     const err = await client.publish({ endpointId: SMALL_EP, eventTypeId: 'OrderPlaced', payload: order }).then(
       (answer) => assert.fail(`sent: ${JSON.stringify(answer)}`),
@@ -83,7 +58,7 @@ describe("an agent's publish is held to its endpoint topic's message size", () =
     assert.equal(err.status, 413, err.message);
     assert.match(err.detail, new RegExp(`at most ${MAX_SENT_BODY_BYTES} bytes are \\(Service Bus's 256 KB message limit`));
     assert.equal(seen.requests, 1, 'not retried');
-    assert.equal(await recordOf(SMALL_EP, 'OrderPlaced', order), undefined, 'no publish record claimed');
-    assert.equal(messagesOnBroker(), onBroker, 'nothing sent');
+    assert.equal(await publishRecordOf(stack.store.database, SMALL_EP, 'OrderPlaced', order), undefined, 'no publish record claimed');
+    assert.equal(messagesOnBroker(stack.emulator.broker), onBroker, 'nothing sent');
   });
 });

@@ -7,11 +7,10 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType } from '@nimbus/sdk/contract';
 import { useConsoleStack } from '../testing/consoleStack.ts';
+import { agentAs } from './testing/agentRoutes.ts';
 import { seedEvent } from '../testing/seed.ts';
 import { oidcTestEnv } from '../testing/oidcEnv.ts';
-import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
-import type { Principal } from '../auth/principal.ts';
-import { AgentClient, AgentRequestError } from '../../packages/sdk/src/agentClient.ts';
+import { AgentRequestError } from '../../packages/sdk/src/agentClient.ts';
 import { MAX_SENT_BODY_BYTES } from '../messageSize.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -22,20 +21,6 @@ const stack = useConsoleStack({
   env: oidcTestEnv(SECRET, { roles: { 'Ledger.Import': 'Agent:erpendpoint', 'Order.Publish': 'Agent:storefrontendpoint' }, groups: {} }),
 });
 
-/** An AgentClient whose requests go to the route handlers as `who`; `requests` counts them. */
-function agentAs(who: Principal) {
-  const cookie = `${SESSION_COOKIE}=${sealSession(who, { secret: SECRET, maxAgeSeconds: 600 })}`;
-  const seen = { requests: 0 };
-  const routes = (async (input: URL, init: RequestInit) => {
-    seen.requests++;
-    const request = new Request(`http://127.0.0.1:3000${input.pathname}`, { ...init, headers: { ...(init.headers as Record<string, string>), host: '127.0.0.1:3000', cookie } });
-    if (input.pathname.endsWith('/settle')) return (await import('../../app/api/agent/settle/route.ts')).POST(request);
-    return (await import('../../app/api/agent/publish/route.ts')).POST(request);
-  }) as typeof fetch;
-  // Retries as the default client's, quicker: a 503 would be sent 4 times.
-  return { client: new AgentClient({ consoleUrl: 'http://127.0.0.1:3000', fetch: routes, retry: { attempts: 4, initialMs: 10, maxMs: 10 } }), seen };
-}
-
 const refusal = async (p: Promise<unknown>): Promise<AgentRequestError> => {
   const err = await p.then(() => undefined, (e: unknown) => e);
   assert.ok(err instanceof AgentRequestError, String(err));
@@ -45,7 +30,7 @@ const refusal = async (p: Promise<unknown>): Promise<AgentRequestError> => {
 describe('too large for the broker', () => {
   test('a settlement with a 300 KB result is refused 413 before its claim, once; the handoff stays pending, its history untouched', async () => {
     const h = await seedEvent(stack.store, Date.now() - 60_000, { endpointId: 'erpendpoint', eventId: 'INV-big', sessionId: 'S-big', eventTypeId: 'InvoiceIssued', payload: { invoiceId: 'INV-big' } }, MessageType.PendingHandoffResponse, { handoffReason: 'Ledger import queued' });
-    const { client, seen } = agentAs({ kind: 'user', id: 'oid-ledger', name: 'ledger@test', roles: ['Ledger.Import'], groups: [] });
+    const { client, seen } = agentAs(SECRET, { kind: 'user', id: 'oid-ledger', name: 'ledger@test', roles: ['Ledger.Import'], groups: [] });
     const err = await refusal(client.complete({ endpointId: 'erpendpoint', eventId: h.eventId, messageId: h.lastMessageId }, { blob: 'x'.repeat(300_000) }));
     assert.equal(err.status, 413, err.message);
     assert.match(err.detail, new RegExp(`at most ${MAX_SENT_BODY_BYTES} bytes`));
@@ -57,7 +42,7 @@ describe('too large for the broker', () => {
   });
 
   test('a publish with a 300 KB payload is refused 413 before it is sent, once', async () => {
-    const { client, seen } = agentAs({ kind: 'user', id: 'oid-orders', name: 'orders@test', roles: ['Order.Publish'], groups: [] });
+    const { client, seen } = agentAs(SECRET, { kind: 'user', id: 'oid-orders', name: 'orders@test', roles: ['Order.Publish'], groups: [] });
     const order = { orderId: 'ORD-big', customerId: 'C-1', lines: [{ sku: 'x'.repeat(300_000), quantity: 1, unitPrice: 1 }], total: 1, currency: 'EUR' };
     const err = await refusal(client.publish({ eventTypeId: 'OrderPlaced', payload: order }));
     assert.equal(err.status, 413, err.message);
@@ -66,7 +51,7 @@ describe('too large for the broker', () => {
   });
 
   test('a publish whose payload fits as JSON but not as sent (quote-dense, escaped again inside EventJson) is refused 413 before its record is claimed', async () => {
-    const { client, seen } = agentAs({ kind: 'user', id: 'oid-orders', name: 'orders@test', roles: ['Order.Publish'], groups: [] });
+    const { client, seen } = agentAs(SECRET, { kind: 'user', id: 'oid-orders', name: 'orders@test', roles: ['Order.Publish'], groups: [] });
     const order = { orderId: 'ORD-quotes', customerId: 'C-1', lines: [{ sku: '"'.repeat(122_000), quantity: 1, unitPrice: 1 }], total: 1, currency: 'EUR' };
     const asJson = Buffer.byteLength(JSON.stringify(order), 'utf8');
     assert.ok(asJson <= MAX_SENT_BODY_BYTES && asJson > MAX_SENT_BODY_BYTES - 2_000, `the payload's JSON is just under the limit: ${asJson}`);

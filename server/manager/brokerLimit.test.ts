@@ -17,6 +17,7 @@ import { generateKey } from '../../emulator/auth/policies.ts';
 import { MessageType, Topic } from '@nimbus/sdk/contract';
 import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 import { useConsoleStack } from '../testing/consoleStack.ts';
+import { messagesOnBroker } from '../testing/brokerCount.ts';
 import { seedEvent } from '../testing/seed.ts';
 import { BROKER_MESSAGE_BYTES, BrokerMessageSize, MAX_SENT_BODY_BYTES } from '../messageSize.ts';
 
@@ -48,11 +49,6 @@ const params = <P>(p: P) => ({ params: Promise.resolve(p) });
 const post = (body: unknown) => new Request('http://127.0.0.1/api/x', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 const order = (orderId: string, bytes: number) => ({ orderId, customerId: 'CUST-1', lines: [{ sku: 'x'.repeat(bytes), quantity: 1, unitPrice: 1 }], total: 1, currency: 'EUR' });
 
-function messagesOnBroker(): number {
-  const broker = stack.emulator.broker;
-  return broker.listTopics().reduce((n, t) => n + broker.listSubscriptions(t.name).reduce((m, s) => m + broker.getSubscriptionRuntime(t.name, s.subscriptionName).totalMessageCount, 0), 0);
-}
-
 /** A logger that keeps what it is given. */
 function recorder() {
   const lines: Array<{ level: 'info' | 'warn'; o: object; m: string }> = [];
@@ -62,12 +58,12 @@ function recorder() {
 describe("the broker's message size, read from the Manager topic", () => {
   test('a topic reporting 1024 KB: an edited resubmit of 300 KB is sent', async () => {
     const e = await seedEvent(stack.store, Date.now() - 60_000, { endpointId: EP, eventId: 'ORD-premium', sessionId: 'S-premium', eventTypeId: 'OrderPlaced', payload: order('ORD-premium', 10) }, MessageType.ErrorResponse, { errorText: 'boom' });
-    const onBroker = messagesOnBroker();
+    const onBroker = messagesOnBroker(stack.emulator.broker);
     const resubmit = await import('../../app/api/event/resubmit/[endpointId]/[eventId]/route.ts');
     const res = await resubmit.POST(post({ payload: order('ORD-premium', 300_000), lastMessageId: e.lastMessageId }), params({ endpointId: EP, eventId: e.eventId }));
     assert.equal(res.status, 200, (await res.clone().text()).slice(0, 500));
     assert.equal(((await res.json()) as { outcome: string }).outcome, 'sent');
-    assert.ok(messagesOnBroker() > onBroker, 'the command is on the broker');
+    assert.ok(messagesOnBroker(stack.emulator.broker) > onBroker, 'the command is on the broker');
   });
 
   test("an endpoint topic taking 256 KB: a 300 KB resubmit to it is refused 413 naming its limit, alone and in a bulk lot; nothing claimed or sent", async () => {
@@ -81,7 +77,7 @@ describe("the broker's message size, read from the Manager topic", () => {
     const edited = await seed('ORD-small-topic-edit', 10);
     const stored = await seed('ORD-small-topic-stored', 300_000);
     const before = [await snapshot(edited), await snapshot(stored)];
-    const onBroker = messagesOnBroker();
+    const onBroker = messagesOnBroker(stack.emulator.broker);
 
     const resubmit = await import('../../app/api/event/resubmit/[endpointId]/[eventId]/route.ts');
     const res = await resubmit.POST(post({ payload: order(edited.eventId, 300_000), lastMessageId: edited.lastMessageId }), params({ endpointId: SMALL_EP, eventId: edited.eventId }));
@@ -98,7 +94,7 @@ describe("the broker's message size, read from the Manager topic", () => {
     assert.match(result.results[0]?.detail ?? '', /256 KB message limit/);
 
     assert.deepEqual([await snapshot(edited), await snapshot(stored)], before, 'rows, histories and audit trails unchanged');
-    assert.equal(messagesOnBroker(), onBroker, 'nothing sent');
+    assert.equal(messagesOnBroker(stack.emulator.broker), onBroker, 'nothing sent');
   });
 
   test('read with Manage: 1 MiB, logged once', async () => {

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { AuditType } from '../../lib/store/index.ts';
 import { MessageType } from '@nimbus/sdk/contract';
 import { useConsoleStack } from '../testing/consoleStack.ts';
+import { messagesOnBroker } from '../testing/brokerCount.ts';
 import { seedEvent } from '../testing/seed.ts';
 import { MAX_SENT_BODY_BYTES } from '../messageSize.ts';
 
@@ -25,11 +26,6 @@ const post = (body?: unknown) =>
 const order = (orderId: string, bytes: number) => ({ orderId, customerId: 'CUST-1', lines: [{ sku: 'x'.repeat(bytes), quantity: 1, unitPrice: 1 }], total: 1, currency: 'EUR' });
 /** Between the broker's limit and the console's: the console's check passes, the broker refuses. */
 const BETWEEN = 160_000;
-
-function messagesOnBroker(): number {
-  const broker = stack.emulator.broker;
-  return broker.listTopics().reduce((n, t) => n + broker.listSubscriptions(t.name).reduce((m, s) => m + broker.getSubscriptionRuntime(t.name, s.subscriptionName).totalMessageCount, 0), 0);
-}
 
 async function failedEvent(eventId: string, payload: Record<string, unknown>) {
   return seedEvent(stack.store, Date.now() - 60_000, { endpointId: EP, eventId, sessionId: `S-${eventId}`, eventTypeId: 'OrderPlaced', payload }, MessageType.ErrorResponse, { errorText: 'boom' });
@@ -51,19 +47,19 @@ describe('the broker refuses a command for its size that the console let through
 
   test('an edited resubmit is answered 413, its claim undone, nothing sent', async () => {
     const e = await failedEvent('ORD-between-1', order('ORD-between-1', 10));
-    const onBroker = messagesOnBroker();
+    const onBroker = messagesOnBroker(stack.emulator.broker);
     const resubmit = await import('../../app/api/event/resubmit/[endpointId]/[eventId]/route.ts');
     const res = await resubmit.POST(post({ payload: order('ORD-between-1', BETWEEN), lastMessageId: e.lastMessageId }), params({ endpointId: EP, eventId: e.eventId }));
     const body = (await res.json()) as { detail: string };
     assert.equal(res.status, 413, JSON.stringify(body).slice(0, 500));
     assert.match(body.detail, /larger than Service Bus accepts; nothing was sent and the event was put back to Failed/);
     await assertClaimUndone(e);
-    assert.equal(messagesOnBroker(), onBroker, 'nothing sent');
+    assert.equal(messagesOnBroker(stack.emulator.broker), onBroker, 'nothing sent');
   });
 
   test('a plain resubmit in a bulk lot is answered 413 for its event, its claim undone, nothing sent', async () => {
     const e = await failedEvent('ORD-between-2', order('ORD-between-2', BETWEEN));
-    const onBroker = messagesOnBroker();
+    const onBroker = messagesOnBroker(stack.emulator.broker);
     const bulk = await import('../../app/api/event/resubmit/route.ts');
     const many = await bulk.POST(post({ endpointId: EP, eventIds: [e.eventId] }));
     assert.equal(many.status, 200, await many.clone().text());
@@ -71,6 +67,6 @@ describe('the broker refuses a command for its size that the console let through
     assert.equal(result.sent, 0);
     assert.equal(result.results[0]?.status, 413, JSON.stringify(result.results[0]).slice(0, 500));
     await assertClaimUndone(e);
-    assert.equal(messagesOnBroker(), onBroker, 'nothing sent');
+    assert.equal(messagesOnBroker(stack.emulator.broker), onBroker, 'nothing sent');
   });
 });

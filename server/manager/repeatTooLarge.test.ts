@@ -14,6 +14,7 @@ import { MessageType } from '@nimbus/sdk/contract';
 import { statusRowId } from '../../lib/store/ids.ts';
 import { CONTAINERS } from '../../lib/store/store.ts';
 import { useConsoleStack } from '../testing/consoleStack.ts';
+import { messagesOnBroker } from '../testing/brokerCount.ts';
 import { seedEvent } from '../testing/seed.ts';
 import { MAX_SENT_BODY_BYTES } from '../messageSize.ts';
 import { claimExpectation, claimWrite, CLAIM_GRACE_MS } from './manager.ts';
@@ -28,11 +29,6 @@ const params = <P>(p: P) => ({ params: Promise.resolve(p) });
 const post = (body?: unknown) =>
   new Request('http://127.0.0.1/api/x', { method: 'POST', headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
 const order = (orderId: string, bytes: number) => ({ orderId, customerId: 'CUST-1', lines: [{ sku: 'x'.repeat(bytes), quantity: 1, unitPrice: 1 }], total: 1, currency: 'EUR' });
-
-function messagesOnBroker(): number {
-  const broker = stack.emulator.broker;
-  return broker.listTopics().reduce((n, t) => n + broker.listSubscriptions(t.name).reduce((m, s) => m + broker.getSubscriptionRuntime(t.name, s.subscriptionName).totalMessageCount, 0), 0);
-}
 
 async function snapshot(eventId: string, sessionId: string) {
   return {
@@ -64,13 +60,13 @@ describe('a re-sent claim too large for the broker', () => {
     const big = order('ORD-repeat-big', 300_000);
     const e = await abandonedClaim('ORD-repeat-big', order('ORD-repeat-big', 10), (p) => ({ kind: 'resubmit', edited: { payload: p, eventTypeId: 'OrderPlaced' } }), big);
     const before = await snapshot(e.eventId, e.sessionId);
-    const onBroker = messagesOnBroker();
+    const onBroker = messagesOnBroker(stack.emulator.broker);
     const resubmit = await import('../../app/api/event/resubmit/[endpointId]/[eventId]/route.ts');
     const res = await resubmit.POST(post({ payload: big, lastMessageId: e.lastMessageId }), params({ endpointId: EP, eventId: e.eventId }));
     const body = (await res.json()) as { detail: string };
     assert.equal(res.status, 413, JSON.stringify(body).slice(0, 500));
     assert.deepEqual(await snapshot(e.eventId, e.sessionId), before, 'the claim as it was, no CommandNotSent, no receipt');
-    assert.equal(messagesOnBroker(), onBroker, 'nothing sent');
+    assert.equal(messagesOnBroker(stack.emulator.broker), onBroker, 'nothing sent');
     assert.match(body.detail, new RegExp(`edited payload.*at most ${MAX_SENT_BODY_BYTES} bytes.*nothing was sent - its claim stays as it was.*Reconcile`));
   });
 
@@ -78,7 +74,7 @@ describe('a re-sent claim too large for the broker', () => {
     const e = await abandonedClaim('ORD-resend-big', order('ORD-resend-big', 300_000), () => ({ kind: 'resubmit' }), order('ORD-resend-big', 300_000));
     const before = await snapshot(e.eventId, e.sessionId);
     assert.ok(before.row?.payload, 'the claim keeps the stored payload it would re-send');
-    const onBroker = messagesOnBroker();
+    const onBroker = messagesOnBroker(stack.emulator.broker);
     const reconcile = await import('../../app/api/operations/reconcile/route.ts');
     const repair = (action: 'resend' | 'restore') => ({ repairs: [{ endpointId: EP, eventId: e.eventId, sessionId: e.sessionId, rowMessageId: e.claimId, kind: 'claim', action }] });
     const res = await reconcile.POST(post(repair('resend')));
@@ -86,7 +82,7 @@ describe('a re-sent claim too large for the broker', () => {
     const out = (await res.json()) as { repaired: number; repairs: Array<{ outcome: string; reason?: string }> };
     assert.equal(out.repairs[0]?.outcome, 'unchanged', JSON.stringify(out.repairs[0]).slice(0, 500));
     assert.deepEqual(await snapshot(e.eventId, e.sessionId), before, 'the claim as it was, no CommandNotSent, no repair audit');
-    assert.equal(messagesOnBroker(), onBroker, 'nothing sent');
+    assert.equal(messagesOnBroker(stack.emulator.broker), onBroker, 'nothing sent');
     assert.match(out.repairs[0]!.reason ?? '', new RegExp(`^not re-sent: .*stored payload.*at most ${MAX_SENT_BODY_BYTES} bytes.*restore the event`));
 
     const restored = (await (await reconcile.POST(post(repair('restore')))).json()) as { repairs: Array<{ outcome: string }> };

@@ -10,6 +10,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, Topic } from '@nimbus/sdk/contract';
 import { useConsoleStack } from '../testing/consoleStack.ts';
+import { messagesOnBroker } from '../testing/brokerCount.ts';
 import { seedEvent } from '../testing/seed.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -26,11 +27,6 @@ const stack = useConsoleStack({
 
 const order = (orderId: string, bytes: number) => ({ orderId, customerId: 'CUST-1', lines: [{ sku: 'x'.repeat(bytes), quantity: 1, unitPrice: 1 }], total: 1, currency: 'EUR' });
 
-function messagesOnBroker(): number {
-  const broker = stack.emulator.broker;
-  return broker.listTopics().reduce((n, t) => n + broker.listSubscriptions(t.name).reduce((m, s) => m + broker.getSubscriptionRuntime(t.name, s.subscriptionName).totalMessageCount, 0), 0);
-}
-
 describe('the Resolver topic holds commands to its size', () => {
   test('a 300 KB resubmit with the Resolver topic at 256 KB: 413 naming 256 KB; row, history and audit unchanged, nothing sent', async () => {
     const e = await seedEvent(stack.store, Date.now() - 60_000, { endpointId: EP, eventId: 'ORD-resolver-hop', sessionId: 'S-resolver-hop', eventTypeId: 'OrderPlaced', payload: order('ORD-resolver-hop', 10) }, MessageType.ErrorResponse, { errorText: 'boom' });
@@ -40,7 +36,7 @@ describe('the Resolver topic holds commands to its size', () => {
       audits: (await stack.store.listAudits(e.eventId)).items,
     });
     const before = await snapshot();
-    const onBroker = messagesOnBroker();
+    const onBroker = messagesOnBroker(stack.emulator.broker);
     const resubmit = await import('../../app/api/event/resubmit/[endpointId]/[eventId]/route.ts');
     const res = await resubmit.POST(
       new Request('http://127.0.0.1/api/x', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payload: order(e.eventId, 300_000), lastMessageId: e.lastMessageId }) }),
@@ -50,6 +46,6 @@ describe('the Resolver topic holds commands to its size', () => {
     assert.equal(res.status, 413, JSON.stringify(body).slice(0, 500));
     assert.match(body.detail ?? '', /256 KB message limit/);
     assert.deepEqual(await snapshot(), before, 'row, history and audit trail unchanged');
-    assert.equal(messagesOnBroker(), onBroker, 'nothing sent');
+    assert.equal(messagesOnBroker(stack.emulator.broker), onBroker, 'nothing sent');
   });
 });

@@ -7,6 +7,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType } from '@nimbus/sdk/contract';
 import { useConsoleStack } from '../testing/consoleStack.ts';
+import { messagesOnBroker } from '../testing/brokerCount.ts';
 import { seedEvent } from '../testing/seed.ts';
 import { MAX_SENT_BODY_BYTES } from '../messageSize.ts';
 
@@ -20,12 +21,6 @@ const post = (body?: unknown) =>
   new Request('http://127.0.0.1/api/x', { method: 'POST', headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
 /** An OrderPlaced payload of about `bytes` (the catalog's schema takes any SKU text). */
 const order = (orderId: string, bytes: number) => ({ orderId, customerId: 'CUST-1', lines: [{ sku: 'x'.repeat(bytes), quantity: 1, unitPrice: 1 }], total: 1, currency: 'EUR' });
-
-/** Every message the broker holds, on every subscription of every topic: a command sent would be among them. */
-function messagesOnBroker(): number {
-  const broker = stack.emulator.broker;
-  return broker.listTopics().reduce((n, t) => n + broker.listSubscriptions(t.name).reduce((m, s) => m + broker.getSubscriptionRuntime(t.name, s.subscriptionName).totalMessageCount, 0), 0);
-}
 
 /** What a claim, its undo or an audit entry would change. */
 async function snapshot(eventId: string, sessionId: string) {
@@ -44,20 +39,20 @@ describe('a resubmit too large for the broker', () => {
   test('an edited resubmit of 300 KB is refused 413 naming the limit, nothing claimed, written or sent', async () => {
     const e = await failedEvent('ORD-edit-big', order('ORD-edit-big', 10));
     const before = await snapshot(e.eventId, e.sessionId);
-    const onBroker = messagesOnBroker();
+    const onBroker = messagesOnBroker(stack.emulator.broker);
     const resubmit = await import('../../app/api/event/resubmit/[endpointId]/[eventId]/route.ts');
     const res = await resubmit.POST(post({ payload: order('ORD-edit-big', 300_000), lastMessageId: e.lastMessageId }), params({ endpointId: EP, eventId: e.eventId }));
     const body = (await res.json()) as { detail: string };
     assert.equal(res.status, 413, JSON.stringify(body).slice(0, 500));
     assert.deepEqual(await snapshot(e.eventId, e.sessionId), before, 'row, history and audit trail unchanged: no claim, no undo, no CommandNotSent');
-    assert.equal(messagesOnBroker(), onBroker, 'nothing sent');
+    assert.equal(messagesOnBroker(stack.emulator.broker), onBroker, 'nothing sent');
     assert.match(body.detail, new RegExp(`edited payload.*at most ${MAX_SENT_BODY_BYTES} bytes`));
   });
 
   test('a plain resubmit of a stored 300 KB payload is refused the same way, alone and in a bulk lot', async () => {
     const e = await failedEvent('ORD-stored-big', order('ORD-stored-big', 300_000));
     const before = await snapshot(e.eventId, e.sessionId);
-    const onBroker = messagesOnBroker();
+    const onBroker = messagesOnBroker(stack.emulator.broker);
     const resubmit = await import('../../app/api/event/resubmit/[endpointId]/[eventId]/route.ts');
     const res = await resubmit.POST(post(), params({ endpointId: EP, eventId: e.eventId }));
     const body = (await res.json()) as { detail: string };
@@ -73,6 +68,6 @@ describe('a resubmit too large for the broker', () => {
     assert.equal(result.results[0]?.status, 413, JSON.stringify(result.results[0]).slice(0, 500));
 
     assert.deepEqual(await snapshot(e.eventId, e.sessionId), before, 'row, history and audit trail unchanged');
-    assert.equal(messagesOnBroker(), onBroker, 'nothing sent');
+    assert.equal(messagesOnBroker(stack.emulator.broker), onBroker, 'nothing sent');
   });
 });

@@ -10,84 +10,25 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { ServiceBusMessage } from '@azure/service-bus';
 import { eventBody, MessageType, Prop, WireText } from '@nimbus/sdk/contract';
-import { eventually } from '../../resolver-worker/testHarness.ts';
 import { replayConfirmLabel } from '../../components/topology/withoutWarned.ts';
 import { useConsoleStack } from '../testing/consoleStack.ts';
-import { peekDeadLetters, type DeadLetterView } from './deadLetters.ts';
-import type { ReplayOperation, ReplayPreview } from './replay.ts';
-import { ReplayJournal, type DeadLetterKey } from './replayJournal.ts';
+import type { DeadLetterView } from './deadLetters.ts';
+import { ReplayJournal } from './replayJournal.ts';
+import { refusedCommand, type DeadLetterSeed } from './testing/mainDeadLetters.ts';
+import { keyOf, replayRoutes, uncertain } from './testing/replayRoutes.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
 const stack = useConsoleStack({ database: 'replaywarnedjournal', env: { NIMBUS_RATE_LIMIT_BURST: '1000' } });
 
-const params = <P>(p: P) => ({ params: Promise.resolve(p) });
-const req = (method: string, body?: unknown) =>
-  new Request('http://127.0.0.1/api/x', { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
-const routes = {
-  replay: () => import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/route.ts'),
-  preview: () => import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/preview/route.ts'),
-  operation: () => import('../../app/api/topology/operations/[operationId]/route.ts'),
-};
+const { deadLetter, inQueue, preview, replay, activeOn } = replayRoutes(stack);
 
-/** A refused SkipRequest (warned), or an ordinary event with the same reason text's neighbour (not warned). */
-const refusedCommand = (ep: string): { message: ServiceBusMessage; reason: string } => ({
-  message: {
-    messageId: randomUUID(),
-    body: Buffer.from(eventBody('OrderPlaced', { orderId: 'o-1' })),
-    applicationProperties: { [Prop.To]: ep, [Prop.From]: 'storefrontendpoint', [Prop.MessageType]: MessageType.SkipRequest, [Prop.EventId]: `e-${randomUUID()}`, [Prop.EventTypeId]: 'OrderPlaced' },
-  },
-  reason: WireText.CommandRefused,
-});
 /** An event request dead-lettered with the same reason: not a Manager command, so not warned. */
-const ordinary = (ep: string): { message: ServiceBusMessage; reason: string } => ({
+const ordinary = (ep: string): DeadLetterSeed => ({
   message: { messageId: randomUUID(), body: Buffer.from(eventBody('OrderPlaced', { orderId: 'o-2' })), applicationProperties: { [Prop.To]: ep, [Prop.MessageType]: MessageType.EventRequest, [Prop.EventId]: `e-${randomUUID()}` } },
   reason: WireText.CommandRefused,
 });
-
-/** Sends each message to `ep`'s topic in one session and dead-letters it from the main subscription; the dead letters, in order. */
-async function deadLetter(ep: string, messages: Array<{ message: ServiceBusMessage; reason: string }>): Promise<DeadLetterView[]> {
-  const client = stack.serviceBus.client;
-  const sessionId = `s-${randomUUID().slice(0, 8)}`;
-  const sender = client.createSender(ep);
-  try {
-    await sender.sendMessages(messages.map(({ message }) => ({ ...message, sessionId })));
-  } finally {
-    await sender.close();
-  }
-  const reasons = new Map(messages.map(({ message, reason }) => [String(message.messageId), reason]));
-  const receiver = await client.acceptSession(ep, ep, sessionId);
-  try {
-    while (reasons.size > 0) {
-      for (const m of await receiver.receiveMessages(50, { maxWaitTimeInMs: 5000 })) {
-        const reason = reasons.get(String(m.messageId));
-        if (reason === undefined) continue;
-        await receiver.deadLetterMessage(m, { deadLetterReason: reason, deadLetterErrorDescription: 'seeded' });
-        reasons.delete(String(m.messageId));
-      }
-    }
-  } finally {
-    await receiver.close();
-  }
-  const found = await inQueue(ep, messages.map(({ message }) => String(message.messageId)));
-  assert.equal(found.length, messages.length, 'every seeded dead letter is in the queue');
-  return found;
-}
-
-/** The dead letters of `ep`'s main subscription among `messageIds`, in the order of `messageIds`. */
-async function inQueue(ep: string, messageIds: string[]): Promise<DeadLetterView[]> {
-  const page = await peekDeadLetters(stack.serviceBus.client, ep, ep, { pageSize: 100 });
-  return messageIds.flatMap((id) => page.items.filter((d) => d.messageId === id));
-}
-
-const keyOf = (ep: string, d: DeadLetterView): DeadLetterKey => ({ topic: ep, subscription: ep, sequenceNumber: d.sequenceNumber, messageId: d.messageId });
-
-/** A replay that died right after its claim (the journal holds `sending`: uncertain). */
-async function uncertain(journal: ReplayJournal, ep: string, d: DeadLetterView): Promise<void> {
-  assert.ok(await journal.claim(keyOf(ep, d), { operationId: randomUUID(), auditor: 'a replay that died' }), 'claimed');
-}
 
 /** A replay that sent the copy and died before completing the dead letter (the journal holds `sent`). */
 async function alreadySent(journal: ReplayJournal, ep: string, d: DeadLetterView): Promise<void> {
@@ -95,26 +36,6 @@ async function alreadySent(journal: ReplayJournal, ep: string, d: DeadLetterView
   assert.ok(claim, 'claimed');
   assert.ok(await journal.transition(claim, { state: 'sent', sentAt: new Date().toISOString() }), 'recorded sent');
 }
-
-async function preview(ep: string, body: unknown): Promise<ReplayPreview> {
-  const res = await (await routes.preview()).POST(req('POST', body), params({ topic: ep, subscription: ep }));
-  assert.equal(res.status, 200, await res.clone().text());
-  return (await res.json()) as ReplayPreview;
-}
-
-async function replay(ep: string, body: unknown): Promise<ReplayOperation> {
-  const res = await (await routes.replay()).POST(req('POST', body), params({ topic: ep, subscription: ep }));
-  assert.equal(res.status, 202, await res.clone().text());
-  const { operationId } = (await res.json()) as { operationId: string };
-  const op = await routes.operation();
-  return eventually(async () => {
-    const r = (await (await op.GET(req('GET'), params({ operationId }))).json()) as ReplayOperation;
-    return r.state === 'running' ? undefined : r;
-  }, `replay ${operationId} to end`, 60_000);
-}
-
-/** Messages waiting on the endpoint's main subscription: where a replayed copy would arrive. */
-const activeOn = async (ep: string) => (await stack.serviceBus.admin.getSubscriptionRuntimeProperties(ep, ep)).activeMessageCount;
 
 describe('a warned dead letter the replay journal already knows', () => {
   test('its copy recorded as sent: a filter replay removes it without sending, as an un-warned one', async () => {

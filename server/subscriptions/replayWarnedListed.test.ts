@@ -13,77 +13,24 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { eventBody, MessageType, Prop } from '@nimbus/sdk/contract';
-import { eventually } from '../../resolver-worker/testHarness.ts';
 import { withoutWarned } from '../../components/topology/withoutWarned.ts';
 import { useConsoleStack } from '../testing/consoleStack.ts';
-import { peekDeadLetters, type DeadLetterView } from './deadLetters.ts';
-import { replayDeadLetters, type ReplayOperation, type ReplayPreview } from './replay.ts';
-import { ReplayJournal, type DeadLetterKey } from './replayJournal.ts';
-import { deadLetterOnMain, refusedCommand, type DeadLetterSeed } from './testing/mainDeadLetters.ts';
+import { replayDeadLetters } from './replay.ts';
+import { ReplayJournal } from './replayJournal.ts';
+import { refusedCommand, type DeadLetterSeed } from './testing/mainDeadLetters.ts';
+import { keyOf, replayRoutes, uncertain } from './testing/replayRoutes.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
 const stack = useConsoleStack({ database: 'replaywarnedlisted', env: { NIMBUS_RATE_LIMIT_BURST: '1000' } });
 
-const params = <P>(p: P) => ({ params: Promise.resolve(p) });
-const req = (method: string, body?: unknown) =>
-  new Request('http://127.0.0.1/api/x', { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
-const routes = {
-  replay: () => import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/route.ts'),
-  preview: () => import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/preview/route.ts'),
-  operation: () => import('../../app/api/topology/operations/[operationId]/route.ts'),
-};
+const { deadLetter, inQueue, postReplay, finished, preview: previewOf } = replayRoutes(stack);
 
 /** An ordinary event (not warned), as the subscriber leaves one in its dead-letter queue; refusedCommand is a warned one. */
 const ordinary = (ep: string): DeadLetterSeed => ({
   message: { messageId: randomUUID(), body: Buffer.from(eventBody('OrderPlaced', { orderId: 'o-2' })), applicationProperties: { [Prop.To]: ep, [Prop.MessageType]: MessageType.EventRequest, [Prop.EventId]: `e-${randomUUID()}` } },
   reason: 'MaxDeliveryCountExceeded',
 });
-
-/** Dead-letters each message from `ep`'s main subscription (mainDeadLetters.ts); the dead letters, in order. */
-async function deadLetter(ep: string, seeds: DeadLetterSeed[]): Promise<DeadLetterView[]> {
-  await deadLetterOnMain(stack.serviceBus.client, ep, seeds);
-  const ids = seeds.map(({ message }) => String(message.messageId));
-  const found = await inQueue(ep, ids);
-  assert.equal(found.length, ids.length, 'every seeded dead letter is in the queue');
-  return found;
-}
-
-/** The dead letters of `ep`'s main subscription among `messageIds`, in the order of `messageIds`. */
-async function inQueue(ep: string, messageIds: string[]): Promise<DeadLetterView[]> {
-  const byId = new Map<string, DeadLetterView>();
-  let from: string | undefined;
-  for (;;) {
-    const page = await peekDeadLetters(stack.serviceBus.client, ep, ep, { pageSize: 100, ...(from ? { from } : {}) });
-    for (const d of page.items) if (d.messageId && messageIds.includes(d.messageId)) byId.set(d.messageId, d);
-    if (!page.next || page.scanned === 0) break;
-    from = page.next;
-  }
-  return messageIds.flatMap((id) => byId.get(id) ?? []);
-}
-
-const keyOf = (ep: string, d: DeadLetterView): DeadLetterKey => ({ topic: ep, subscription: ep, sequenceNumber: d.sequenceNumber, messageId: d.messageId });
-
-/**
- * Leaves `d` as a replay that died right after its claim leaves it (replay.ts crashPoints.afterClaim): its journal
- * record `sending`, so the console shows it uncertain with "Remove as delivered" / "Resend anyway".
- */
-async function uncertain(journal: ReplayJournal, ep: string, d: DeadLetterView): Promise<void> {
-  const claim = await journal.claim(keyOf(ep, d), { operationId: randomUUID(), auditor: 'a replay that died' });
-  assert.ok(claim, 'claimed');
-}
-
-async function postReplay(ep: string, body: unknown): Promise<Response> {
-  return (await routes.replay()).POST(req('POST', body), params({ topic: ep, subscription: ep }));
-}
-
-async function finished(operationId: string): Promise<ReplayOperation> {
-  const op = await routes.operation();
-  return eventually(async () => {
-    const r = (await (await op.GET(req('GET'), params({ operationId }))).json()) as ReplayOperation;
-    return r.state === 'running' ? undefined : r;
-  }, `replay ${operationId} to end`, 60_000);
-}
 
 describe('a warned dead letter listed one by one', () => {
   test('uncertain too: "Remove as delivered" (markDelivered, no includeWarned) removes it without sending', async () => {
@@ -152,9 +99,7 @@ describe('a warned dead letter listed one by one', () => {
     const normal = seeded[WARNED]!;
     const selection = { sequenceNumbers: seeded.map((d) => d.sequenceNumber) };
 
-    const previewRes = await (await routes.preview()).POST(req('POST', selection), params({ topic: ep, subscription: ep }));
-    assert.equal(previewRes.status, 200, await previewRes.clone().text());
-    const preview = (await previewRes.json()) as ReplayPreview;
+    const preview = await previewOf(ep, selection);
     assert.deepEqual({ count: preview.count, warned: preview.warned, toSend: preview.toSend, listed: preview.warnedItems.length }, { count: WARNED + 1, warned: WARNED, toSend: 1, listed: 100 });
     assert.deepEqual([...(preview.warnedSequenceNumbers ?? [])].sort(), seeded.slice(0, WARNED).map((d) => d.sequenceNumber).sort(), 'every warned one, past the 100 listed');
 

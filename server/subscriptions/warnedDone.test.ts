@@ -12,47 +12,23 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { eventBody, MessageType, Prop } from '@nimbus/sdk/contract';
-import { eventually } from '../../resolver-worker/testHarness.ts';
 import { useConsoleStack } from '../testing/consoleStack.ts';
-import { peekDeadLetters, type DeadLetterView } from './deadLetters.ts';
-import type { ReplayOperation, ReplayPreview } from './replay.ts';
-import { ReplayJournal, verdictOf, type DeadLetterKey } from './replayJournal.ts';
-import { deadLetterOnMain, refusedCommand, type DeadLetterSeed } from './testing/mainDeadLetters.ts';
+import type { DeadLetterView } from './deadLetters.ts';
+import { ReplayJournal, verdictOf } from './replayJournal.ts';
+import { refusedCommand, type DeadLetterSeed } from './testing/mainDeadLetters.ts';
+import { keyOf, replayRoutes } from './testing/replayRoutes.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
 const stack = useConsoleStack({ database: 'warneddone', env: { NIMBUS_RATE_LIMIT_BURST: '1000' } });
 
-const params = <P>(p: P) => ({ params: Promise.resolve(p) });
-const req = (method: string, body?: unknown) =>
-  new Request('http://127.0.0.1/api/x', { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
-const routes = {
-  replay: () => import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/route.ts'),
-  preview: () => import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/preview/route.ts'),
-  operation: () => import('../../app/api/topology/operations/[operationId]/route.ts'),
-};
+const { deadLetter, inQueue, preview, postReplay, replay, activeOn } = replayRoutes(stack);
 
 /** An ordinary event (not warned), dead-lettered with a reason of this test's own, so a filter replay takes only it. */
 const ordinary = (ep: string, reason: string): DeadLetterSeed => ({
   message: { messageId: randomUUID(), body: Buffer.from(eventBody('OrderPlaced', { orderId: 'o-2' })), applicationProperties: { [Prop.To]: ep, [Prop.MessageType]: MessageType.EventRequest, [Prop.EventId]: `e-${randomUUID()}` } },
   reason,
 });
-
-/** Dead-letters each message from `ep`'s main subscription (mainDeadLetters.ts); the dead letters, in order. */
-async function deadLetter(ep: string, seeds: DeadLetterSeed[]): Promise<DeadLetterView[]> {
-  await deadLetterOnMain(stack.serviceBus.client, ep, seeds);
-  const found = await inQueue(ep, seeds.map(({ message }) => String(message.messageId)));
-  assert.equal(found.length, seeds.length, 'every seeded dead letter is in the queue');
-  return found;
-}
-
-/** The dead letters of `ep`'s main subscription among `messageIds`, in the order of `messageIds`. */
-async function inQueue(ep: string, messageIds: string[]): Promise<DeadLetterView[]> {
-  const page = await peekDeadLetters(stack.serviceBus.client, ep, ep, { pageSize: 100 });
-  return messageIds.flatMap((id) => page.items.filter((d) => d.messageId === id));
-}
-
-const keyOf = (ep: string, d: DeadLetterView): DeadLetterKey => ({ topic: ep, subscription: ep, sequenceNumber: d.sequenceNumber, messageId: d.messageId });
 
 /** A `done` record under `d`'s key, as a replay of an earlier entity's dead letter with the same key leaves it. */
 async function doneBefore(journal: ReplayJournal, ep: string, d: DeadLetterView): Promise<string> {
@@ -63,30 +39,6 @@ async function doneBefore(journal: ReplayJournal, ep: string, d: DeadLetterView)
   assert.equal(done?.record.state, 'done');
   return operationId;
 }
-
-async function preview(ep: string, body: unknown): Promise<ReplayPreview> {
-  const res = await (await routes.preview()).POST(req('POST', body), params({ topic: ep, subscription: ep }));
-  assert.equal(res.status, 200, await res.clone().text());
-  return (await res.json()) as ReplayPreview;
-}
-
-async function postReplay(ep: string, body: unknown): Promise<Response> {
-  return (await routes.replay()).POST(req('POST', body), params({ topic: ep, subscription: ep }));
-}
-
-async function replay(ep: string, body: unknown): Promise<ReplayOperation> {
-  const res = await postReplay(ep, body);
-  assert.equal(res.status, 202, await res.clone().text());
-  const { operationId } = (await res.json()) as { operationId: string };
-  const op = await routes.operation();
-  return eventually(async () => {
-    const r = (await (await op.GET(req('GET'), params({ operationId }))).json()) as ReplayOperation;
-    return r.state === 'running' ? undefined : r;
-  }, `replay ${operationId} to end`, 60_000);
-}
-
-/** Messages waiting on the endpoint's main subscription: where a replayed copy would arrive. */
-const activeOn = async (ep: string) => (await stack.serviceBus.admin.getSubscriptionRuntimeProperties(ep, ep)).activeMessageCount;
 
 describe('a dead letter beside a `done` record (its key reused: the record is about a dead letter already removed)', () => {
   test('warned: the preview says skipped and left, and the filter replay leaves it, no copy sent', async () => {
