@@ -13,37 +13,22 @@ import assert from 'node:assert/strict';
 import { MessageType } from '@nimbus/sdk/contract';
 import { statusRowId } from '../../lib/store/ids.ts';
 import { CONTAINERS } from '../../lib/store/store.ts';
-import { useConsoleStack } from '../testing/consoleStack.ts';
 import { messagesOnBroker } from '../testing/brokerCount.ts';
-import { seedEvent } from '../testing/seed.ts';
 import { MAX_SENT_BODY_BYTES } from '../messageSize.ts';
 import { claimExpectation, claimWrite, CLAIM_GRACE_MS } from './manager.ts';
 import type { CommandSpec } from './commands.ts';
+import { EP, order, params, post, useTooLargeStack } from './testing/tooLargeOrders.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
-const EP = 'billingendpoint';
-const stack = useConsoleStack({ database: 'repeattoolarge' });
-
-const params = <P>(p: P) => ({ params: Promise.resolve(p) });
-const post = (body?: unknown) =>
-  new Request('http://127.0.0.1/api/x', { method: 'POST', headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-const order = (orderId: string, bytes: number) => ({ orderId, customerId: 'CUST-1', lines: [{ sku: 'x'.repeat(bytes), quantity: 1, unitPrice: 1 }], total: 1, currency: 'EUR' });
-
-async function snapshot(eventId: string, sessionId: string) {
-  return {
-    row: await stack.store.getStatusRow(EP, eventId, sessionId),
-    history: (await stack.store.listHistory(eventId)).items,
-    audits: (await stack.store.listAudits(eventId)).items,
-  };
-}
+const { stack, failedOrder, snapshot } = useTooLargeStack({ database: 'repeattoolarge' });
 
 /**
  * A failed event and the claim of `spec` on it with no send and no receipt (a console that died, or whose send was
  * never made), older than the grace period: abandoned, for a repeat or Reconcile to re-send.
  */
 async function abandonedClaim(eventId: string, payload: Record<string, unknown>, spec: (p: Record<string, unknown>) => CommandSpec, sent: Record<string, unknown>) {
-  const e = await seedEvent(stack.store, Date.now() - 120_000, { endpointId: EP, eventId, sessionId: `S-${eventId}`, eventTypeId: 'OrderPlaced', payload }, MessageType.ErrorResponse, { errorText: 'boom' });
+  const e = await failedOrder(eventId, payload, 120_000);
   const row = (await stack.store.getStatusRow(EP, e.eventId, e.sessionId))!;
   const written = await stack.store.writeStatus(claimWrite(spec(sent), row, row.lastMessageId, 'OrderPlaced', sent), claimExpectation(row));
   assert.equal(written.outcome, 'written');

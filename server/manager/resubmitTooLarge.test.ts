@@ -5,39 +5,17 @@
 // sent"), the broker refused it, the claim was undone and a CommandNotSent entry was written into the audit trail.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MessageType } from '@nimbus/sdk/contract';
-import { useConsoleStack } from '../testing/consoleStack.ts';
 import { messagesOnBroker } from '../testing/brokerCount.ts';
-import { seedEvent } from '../testing/seed.ts';
 import { MAX_SENT_BODY_BYTES } from '../messageSize.ts';
+import { EP, order, params, post, useTooLargeStack } from './testing/tooLargeOrders.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
-const EP = 'billingendpoint';
-const stack = useConsoleStack({ database: 'resubmittoolarge' });
-
-const params = <P>(p: P) => ({ params: Promise.resolve(p) });
-const post = (body?: unknown) =>
-  new Request('http://127.0.0.1/api/x', { method: 'POST', headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-/** An OrderPlaced payload of about `bytes` (the catalog's schema takes any SKU text). */
-const order = (orderId: string, bytes: number) => ({ orderId, customerId: 'CUST-1', lines: [{ sku: 'x'.repeat(bytes), quantity: 1, unitPrice: 1 }], total: 1, currency: 'EUR' });
-
-/** What a claim, its undo or an audit entry would change. */
-async function snapshot(eventId: string, sessionId: string) {
-  return {
-    row: await stack.store.getStatusRow(EP, eventId, sessionId),
-    history: (await stack.store.listHistory(eventId)).items,
-    audits: (await stack.store.listAudits(eventId)).items,
-  };
-}
-
-async function failedEvent(eventId: string, payload: Record<string, unknown>) {
-  return seedEvent(stack.store, Date.now() - 60_000, { endpointId: EP, eventId, sessionId: `S-${eventId}`, eventTypeId: 'OrderPlaced', payload }, MessageType.ErrorResponse, { errorText: 'boom' });
-}
+const { stack, failedOrder, snapshot } = useTooLargeStack({ database: 'resubmittoolarge' });
 
 describe('a resubmit too large for the broker', () => {
   test('an edited resubmit of 300 KB is refused 413 naming the limit, nothing claimed, written or sent', async () => {
-    const e = await failedEvent('ORD-edit-big', order('ORD-edit-big', 10));
+    const e = await failedOrder('ORD-edit-big', order('ORD-edit-big', 10));
     const before = await snapshot(e.eventId, e.sessionId);
     const onBroker = messagesOnBroker(stack.emulator.broker);
     const resubmit = await import('../../app/api/event/resubmit/[endpointId]/[eventId]/route.ts');
@@ -50,7 +28,7 @@ describe('a resubmit too large for the broker', () => {
   });
 
   test('a plain resubmit of a stored 300 KB payload is refused the same way, alone and in a bulk lot', async () => {
-    const e = await failedEvent('ORD-stored-big', order('ORD-stored-big', 300_000));
+    const e = await failedOrder('ORD-stored-big', order('ORD-stored-big', 300_000));
     const before = await snapshot(e.eventId, e.sessionId);
     const onBroker = messagesOnBroker(stack.emulator.broker);
     const resubmit = await import('../../app/api/event/resubmit/[endpointId]/[eventId]/route.ts');
