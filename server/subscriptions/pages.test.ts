@@ -19,6 +19,7 @@ import { CONSOLE_DIR } from '../console.ts';
 import { startSeededConsole, type SeededConsole } from '../testing/seededConsole.ts';
 import type { ConsoleTestStack } from '../testing/stack.ts';
 import { peekDeadLetters } from './deadLetters.ts';
+import { deadLetterOnMain } from './testing/mainDeadLetters.ts';
 import { TOPOLOGY_AUDIT_EVENT } from './replay.ts';
 import { ReplayJournal } from './replayJournal.ts';
 
@@ -167,20 +168,10 @@ describe('operations pages in Chromium', () => {
 
   test('an uncertain dead letter is shown with its evidence, not sent by a replay, and removed on the operator decision', async () => {
     const ep = 'crmendpoint';
-    const sessionId = `s-${randomUUID().slice(0, 8)}`;
     const reason = `Uncertain${randomUUID().slice(0, 8)}`;
     const ids = [randomUUID(), randomUUID()];
-    const sender = stack.serviceBus.client.createSender(ep);
-    for (const messageId of ids) await sender.sendMessages({ messageId, sessionId, body: Buffer.from('{}'), applicationProperties: { [Prop.To]: ep, [Prop.MessageType]: MessageType.EventRequest } });
-    await sender.close();
-    const receiver = await stack.serviceBus.client.acceptSession(ep, ep, sessionId);
-    for (let dead = 0; dead < ids.length; ) {
-      for (const m of await receiver.receiveMessages(2, { maxWaitTimeInMs: 5000 })) {
-        await receiver.deadLetterMessage(m, { deadLetterReason: reason, deadLetterErrorDescription: 'handler failed' });
-        dead++;
-      }
-    }
-    await receiver.close();
+    const seeds = ids.map((messageId) => ({ message: { messageId, body: Buffer.from('{}'), applicationProperties: { [Prop.To]: ep, [Prop.MessageType]: MessageType.EventRequest } }, reason }));
+    await deadLetterOnMain(stack.serviceBus.client, ep, seeds, 'handler failed');
     // What a replay killed during its send leaves: the claim in `sending` for the first dead letter.
     const [first] = (await peekDeadLetters(stack.serviceBus.client, ep, ep, { reason })).items.filter((d) => d.messageId === ids[0]);
     assert.ok(first);

@@ -9,6 +9,7 @@ import { eventBody, Prop, Topic } from '@nimbus/sdk/contract';
 import { deriveTopology } from '@nimbus/sdk/topology';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { sendAndDeadLetter } from '../testing/resolverDeadLetter.ts';
+import { deadLetterOnMain } from './testing/mainDeadLetters.ts';
 import { PlatformDocs } from '../heartbeat/platformDocs.ts';
 import { peekDeadLetters, purgeDeadLetters } from './deadLetters.ts';
 import { listTopology } from './overview.ts';
@@ -207,15 +208,8 @@ describe('subscriptions', () => {
 
   test('a dead letter of an endpoint subscription: the preview names the other subscriptions its copy reaches', async () => {
     const ep = 'billingendpoint';
-    const sessionId = `s-${randomUUID()}`;
-    const sender = stack.serviceBus.client.createSender(ep);
-    await sender.sendMessages({ messageId: randomUUID(), sessionId, body: Buffer.from('{}'), applicationProperties: { [Prop.To]: ep, [Prop.MessageType]: 'EventRequest', [Prop.EventId]: 'e-1' } });
-    await sender.close();
-    const receiver = await stack.serviceBus.client.acceptSession(ep, ep, sessionId);
-    const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 5000 });
-    assert.ok(m);
-    await receiver.deadLetterMessage(m, { deadLetterReason: 'HandlerFailed', deadLetterErrorDescription: 'boom' });
-    await receiver.close();
+    const message = { messageId: randomUUID(), body: Buffer.from('{}'), applicationProperties: { [Prop.To]: ep, [Prop.MessageType]: 'EventRequest', [Prop.EventId]: 'e-1' } };
+    await deadLetterOnMain(stack.serviceBus.client, ep, [{ message, reason: 'HandlerFailed' }], 'boom');
     const preview = await previewReplay(stack.serviceBus.client, stack.serviceBus.admin, journal, ep, ep, { all: true });
     assert.equal(preview.count, 1);
     assert.deepEqual(preview.alsoReaches, [{ subscription: 'Resolver', count: 1, certain: true }]);

@@ -2,7 +2,7 @@
 // Topology → Subscriptions list, the replay preview, the replay): sent to the endpoint's topic in one session,
 // received under its session lock and dead-lettered through the real Service Bus client, as a subscriber leaves a
 // message it could not handle. Shared by the route tests (server/subscriptions/*.test.ts) and the browser tests
-// (e2e/console-deadletter-*.test.ts): no console components, no browser.
+// (e2e/console-deadletter-*.test.ts, server/subscriptions/pages.test.ts): no console components, no browser.
 import { randomUUID } from 'node:crypto';
 import type { ServiceBusClient, ServiceBusMessage } from '@azure/service-bus';
 import { eventBody, MessageType, Prop, WireText } from '@nimbus/sdk/contract';
