@@ -1,8 +1,9 @@
 // The SDK as an adapter author gets it: the packed tarball installed into a copy of examples/adapter in a folder
 // outside the repository, compiled under strict settings (exactOptionalPropertyTypes, erasableSyntaxOnly,
 // module nodenext), imported from plain JavaScript, and the example's own test run with Node against
-// `npm run emulator` — no tsx, no path into the repository's sources.
-import { test } from 'node:test';
+// `npm run emulator` — no tsx, no path into the repository's sources. The tarball's file list is checked too: it
+// ships what adapters import, not the SDK's own test fakes and test files.
+import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -39,10 +40,35 @@ async function startEmulator(): Promise<{ child: ChildProcess; connectionString:
   return { child, connectionString };
 }
 
-test('a clean folder installs the packed SDK, compiles the example under strict settings and passes its test', { timeout: 600_000 }, async () => {
+let tarball: string;
+
+before(() => {
   const packed = run(process.execPath, ['scripts/pack-sdk.mjs'], root).trim().split('\n');
-  const tarball = packed[packed.length - 1]!;
+  tarball = packed[packed.length - 1]!;
   assert.match(tarball, /nimbus-sdk-[\d.]+\.tgz$/);
+});
+
+/** The tarball's files, without npm's `package/` prefix. */
+function packedFiles(): string[] {
+  const r = spawnSync('tar', ['-tzf', tarball], { encoding: 'utf8' });
+  assert.equal(r.status, 0, `tar -tzf ${tarball} failed (status ${r.status}): ${r.stderr}`);
+  return r.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((f) => f.replace(/^package\//, ''));
+}
+
+test('the packed SDK ships no test fake and no test file', () => {
+  const files = packedFiles();
+  // The list is read for real: the harness adapters import is in it.
+  assert.ok(files.includes('dist/testing/harness.js'), `dist/testing/harness.js missing from: ${files.join(', ')}`);
+  // The SDK's own unit-test fakes (src/testing/fake*.ts: fakeSessionBroker, fakeDeliveryPort) are unexported and
+  // import nothing an adapter needs; a compiled test file would run its tests on import.
+  const testOnly = files.filter((f) => /(^|\/)fake[^/]*$/i.test(f) || /\.test\.[^/]+$/.test(f));
+  assert.deepEqual(testOnly, [], 'test-only files in the packed SDK');
+});
+
+test('a clean folder installs the packed SDK, compiles the example under strict settings and passes its test', { timeout: 600_000 }, async () => {
 
   const dir = mkdtempSync(join(tmpdir(), 'nimbus-adapter-'));
   try {

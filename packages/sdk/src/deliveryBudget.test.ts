@@ -1,7 +1,7 @@
 // The delivery budget arithmetic: attempts, the last delivery, the hold after a transient outcome.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { attemptOf, isLastDelivery, observedLockMs, transientHoldMs } from './deliveryBudget.ts';
+import { attemptOf, deliveryStanding, isLastDelivery, observedLockMs, transientHoldMs } from './deliveryBudget.ts';
 
 describe('delivery budget', () => {
   test('the attempt is the wire count plus one; missing or odd counts are the first attempt', () => {
@@ -17,6 +17,12 @@ describe('delivery budget', () => {
     assert.equal(isLastDelivery(9, 10), true);
     assert.equal(isLastDelivery(12, 10), true);
     assert.equal(isLastDelivery(0, 1), true);
+  });
+
+  test("a delivery's standing, as the host's logs name it: 1-based delivery, the budget, and whether it is the last", () => {
+    assert.deepEqual(deliveryStanding(2, 10), { delivery: 3, maxDeliveryCount: 10, last: false });
+    assert.deepEqual(deliveryStanding(9, 10), { delivery: 10, maxDeliveryCount: 10, last: true });
+    assert.deepEqual(deliveryStanding(undefined, 3), { delivery: 1, maxDeliveryCount: 3, last: false });
   });
 
   test('the hold is a lock duration, doubling per earlier delivery, capped', () => {

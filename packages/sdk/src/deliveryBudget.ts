@@ -24,6 +24,29 @@ export function isLastDelivery(wireDeliveryCount: number | undefined, maxDeliver
   return attemptOf(wireDeliveryCount) >= maxDeliveryCount;
 }
 
+/**
+ * Where a delivery stands in its budget, as the host's logs name it (counts only, never a payload): the 1-based
+ * delivery, the subscription's MaxDeliveryCount, and whether this is the last. A delivery left unsettled is counted
+ * when its session is released (or its lock lapses); with deliveries left it comes back, on the last one the broker
+ * dead-letters it at the release (MaxDeliveryCountExceeded) - "left for redelivery" would be untrue there.
+ */
+export interface DeliveryStanding {
+  delivery: number;
+  maxDeliveryCount: number;
+  last: boolean;
+}
+
+export function deliveryStanding(wireDeliveryCount: number | undefined, maxDeliveryCount: number): DeliveryStanding {
+  return {
+    delivery: attemptOf(wireDeliveryCount),
+    maxDeliveryCount,
+    last: isLastDelivery(wireDeliveryCount, maxDeliveryCount),
+  };
+}
+
+/** What the broker does with a delivery left unsettled on its last delivery, in the host's log lines. */
+export const BROKER_DEAD_LETTERS_AT_RELEASE = `the broker dead-letters it at the release (${DELIVERY_BUDGET_SPENT})`;
+
 export interface TransientHoldOptions {
   /** The first hold. Default: the session's lock duration as observed when it was accepted (else 30 s). */
   initialMs?: number;

@@ -54,6 +54,19 @@ describe('stop() while the call in flight of a message on its last delivery does
     assert.equal(cut.length, 1, 'one warning counts the rest left to the broker');
     assert.equal(cut[0]!.notWalked, 2);
     assert.equal(cut[0]!.onLastDelivery, 2);
+    // m-1 itself, on its last delivery, is not redelivered: the SDK's notification and dead-letter were refused, so
+    // the broker dead-letters it at the release. Before, the log said it was left for redelivery (twice: the call
+    // given up, then the hold).
+    const givenUp = lines.filter((l) => l.operation === 'sending a message');
+    assert.equal(givenUp.length, 1, 'one warning for the call given up');
+    assert.match(givenUp[0]!.msg, /the broker dead-letters it at the release \(MaxDeliveryCountExceeded\)/);
+    assert.equal(givenUp[0]!.delivery, 10);
+    assert.equal(givenUp[0]!.maxDeliveryCount, 10);
+    assert.deepEqual(
+      lines.filter((l) => /redeliver/.test(l.msg)).map((l) => l.msg),
+      [],
+      'nothing claims a redelivery for a message on its last delivery',
+    );
   });
 });
 

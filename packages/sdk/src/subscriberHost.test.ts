@@ -29,10 +29,11 @@ describe('a delivery whose broker call is given up (operationTimeoutMs)', () => 
       const failure = lines.find((l) => /^receiving from a session failed/.test(l.msg));
       assert.ok(failure, 'the session is logged as failed');
       assert.equal(typeof failure.delayMs, 'number', 'the worker backs off before accepting again');
-      assert.ok(
-        lines.some((l) => /may have landed/.test(l.msg)),
-        'the log says the completion may have landed after all',
-      );
+      const said = lines.filter((l) => /may have landed/.test(l.msg));
+      assert.equal(said.length, 1, 'the log says the completion may have landed after all');
+      assert.match(said[0]!.msg, /if not, the delivery is redelivered/, 'delivery 1 of 10: it comes back');
+      assert.equal(said[0]!.delivery, 1);
+      assert.equal(said[0]!.maxDeliveryCount, 10);
       assert.ok(!lines.some((l) => /transient failure: left for redelivery/.test(l.msg)));
     } finally {
       await h.stop();
@@ -54,6 +55,35 @@ describe('a delivery whose broker call is given up (operationTimeoutMs)', () => 
         broker.deadLettered.map((d) => d.deadLetterReason),
         ['MaxDeliveryCountExceeded'],
       );
+      // The description quotes the send given up; it must not say the delivery comes back (before, it ended "the
+      // delivery is left for redelivery", in the dead-letter and in the Resolver's notification alike).
+      const described = [broker.deadLettered[0]!.deadLetterErrorDescription, broker.sent[1]!.DeadLetterErrorDescription];
+      for (const d of described) {
+        assert.match(String(d), /^Delivery 10 of 10 ended transient: .*sending a message did not answer/);
+        assert.doesNotMatch(String(d), /left for redelivery/);
+        assert.match(String(d), /its last delivery \(10 of 10\): it is dead-lettered, not redelivered$/);
+      }
+    } finally {
+      await h.stop();
+    }
+  });
+
+  test('a response send that does not answer with deliveries left: logged as left for redelivery, with the delivery and the budget', async () => {
+    const broker = fakeBroker({ deliveryCount: 2, hangingSend: 0 });
+    const { h, lines, delivery } = host(broker.client);
+    await h.start();
+    try {
+      assert.equal(await delivery, 'transient');
+      assert.deepEqual(broker.deadLettered, []);
+      const givenUp = lines.filter((l) => l.operation === 'sending a message');
+      assert.equal(givenUp.length, 1);
+      assert.match(givenUp[0]!.msg, /did not answer: the delivery is left for redelivery/);
+      assert.equal(givenUp[0]!.delivery, 3, 'the client reports 2 earlier deliveries');
+      assert.equal(givenUp[0]!.maxDeliveryCount, 10);
+      const held = lines.filter((l) => /holding the session first/.test(l.msg));
+      assert.equal(held.length, 1);
+      assert.match(held[0]!.msg, /^delivery left for redelivery/);
+      assert.equal(held[0]!.delivery, 3);
     } finally {
       await h.stop();
     }
@@ -63,7 +93,7 @@ describe('a delivery whose broker call is given up (operationTimeoutMs)', () => 
     // Everything the delivery had to tell the Resolver went before the completion, and the completion may have
     // landed: a MaxDeliveryCountExceeded notification now would contradict the response the Resolver already has.
     const broker = fakeBroker({ deliveryCount: 9, completionHangs: true });
-    const { h, delivery } = host(broker.client);
+    const { h, lines, delivery } = host(broker.client);
     await h.start();
     try {
       assert.equal(await delivery, 'transient');
@@ -72,6 +102,22 @@ describe('a delivery whose broker call is given up (operationTimeoutMs)', () => 
         ['ResolutionResponse'],
       );
       assert.deepEqual(broker.deadLettered, []);
+      // Not settled by the SDK, on its last delivery: if the completion did not land, the broker dead-letters it at
+      // the release - it does not come back. Before, the log said it was redelivered, and the hold that it was left
+      // for redelivery.
+      const said = lines.filter((l) => /may have landed/.test(l.msg));
+      assert.equal(said.length, 1);
+      assert.match(said[0]!.msg, /if not, the broker dead-letters it at the release \(MaxDeliveryCountExceeded\)/);
+      assert.equal(said[0]!.delivery, 10);
+      assert.equal(said[0]!.maxDeliveryCount, 10);
+      const held = lines.filter((l) => /holding the session first/.test(l.msg));
+      assert.equal(held.length, 1);
+      assert.match(held[0]!.msg, /last delivery .*the broker dead-letters it at the release/);
+      assert.deepEqual(
+        lines.filter((l) => /redeliver/.test(l.msg) && !/may have landed/.test(l.msg)).map((l) => l.msg),
+        [],
+        'nothing else claims a redelivery',
+      );
     } finally {
       await h.stop();
     }

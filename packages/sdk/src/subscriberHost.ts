@@ -30,7 +30,14 @@ import { boundedClose } from './servicebus/boundedClose.ts';
 import { dedicatedRetryOptions, defaultOperationTimeoutMs } from './sessionCallBounds.ts';
 import { withProcessSpan } from './tracing.ts';
 import type { CircuitBreaker } from './circuitBreaker.ts';
-import { DEFAULT_MAX_DELIVERY_COUNT, isLastDelivery, observedLockMs, transientHoldMs } from './deliveryBudget.ts';
+import {
+  BROKER_DEAD_LETTERS_AT_RELEASE,
+  DEFAULT_MAX_DELIVERY_COUNT,
+  deliveryStanding,
+  isLastDelivery,
+  observedLockMs,
+  transientHoldMs,
+} from './deliveryBudget.ts';
 import type { TransientHoldOptions } from './deliveryBudget.ts';
 import { receiveWaitMs, sessionLockHorizon, warnSkewedLockOnce } from './sessionLockHorizon.ts';
 import type { SessionLockHorizon } from './sessionLockHorizon.ts';
@@ -468,10 +475,11 @@ export class SubscriberHost implements AsyncDisposable {
             );
             lockGone = AbortSignal.abort(new Error('session lock lost'));
           }
-          const last = isLastDelivery(
+          const standing = deliveryStanding(
             message.deliveryCount,
             this.options.maxDeliveryCount ?? DEFAULT_MAX_DELIVERY_COUNT,
           );
+          const last = standing.last;
           // Messages not started when stopping, after the circuit opened under the batch, after the lock was lost,
           // after a broker call of the batch was given up, or behind a delivery left unsettled, stay unsettled and
           // come back with the session - except on their last delivery: releasing the session counts it, and the
@@ -494,7 +502,13 @@ export class SubscriberHost implements AsyncDisposable {
           // dead-letter at lock expiry would not, and it goes through the sender, whose connection may well be fine.
           // Not after a completion given up: everything the delivery had to tell the Resolver went before it, and the
           // completion may have landed, so a budget notification would contradict the answer the Resolver has.
-          const link = new BoundedLink(this.operationTimeoutMs, 'the delivery is left for redelivery', {
+          // The timeout's text says what becomes of the delivery, and it is quoted further on (the budget path's
+          // dead-letter description and notification, the session given up): on the last delivery it does not come
+          // back - the SDK dead-letters it, or the broker does at the release.
+          const consequence = last
+            ? `its last delivery (${standing.delivery} of ${standing.maxDeliveryCount}): it is dead-lettered, not redelivered`
+            : 'the delivery is left for redelivery';
+          const link = new BoundedLink(this.operationTimeoutMs, consequence, {
             attemptAfterLoss: (lostTo) => last && lostTo.operation !== COMPLETING_THE_MESSAGE,
             // In the walk behind a call given up before the stop, a stop refuses the calls not started yet (the one
             // running keeps its bound), so stop() waits for at most one call of the walk (above). Any other message's
@@ -552,6 +566,8 @@ export class SubscriberHost implements AsyncDisposable {
               operation: lostTo.operation,
               timeoutMs: this.operationTimeoutMs,
               result,
+              delivery: standing.delivery,
+              maxDeliveryCount: standing.maxDeliveryCount,
             };
             if (result === 'deadLettered') {
               this.log.warn(fields, 'a broker call of the last delivery did not answer; the delivery was dead-lettered');
@@ -563,15 +579,24 @@ export class SubscriberHost implements AsyncDisposable {
                 'a broker call after the message was settled did not answer; the message is not redelivered',
               );
             } else if (lostTo.operation === COMPLETING_THE_MESSAGE) {
+              // Unsettled on its last delivery (transient there means the SDK's dead-letter did not complete, or was
+              // not attempted after a completion given up): released, the broker dead-letters it - no redelivery.
               this.log.warn(
                 fields,
-                'the completion did not answer: it may have landed after all (then the message does not come back); if not, the delivery is redelivered',
+                `the completion did not answer: it may have landed after all (then the message does not come back); if not, ${last ? BROKER_DEAD_LETTERS_AT_RELEASE : 'the delivery is redelivered'}`,
+              );
+            } else if (last) {
+              // Among others the stop that cuts the walk behind this call: the SDK's notification and dead-letter are
+              // refused then, and the message goes to the broker's dead-letter at the release, not back to a handler.
+              this.log.warn(
+                fields,
+                `a broker call of the last delivery did not answer and the SDK could not dead-letter it: ${BROKER_DEAD_LETTERS_AT_RELEASE}`,
               );
             } else {
               this.log.warn(fields, 'a broker call of the delivery did not answer: the delivery is left for redelivery');
             }
             if (result === 'transient') await this.hold(receiver, lock, message.deliveryCount, lockMs, horizon);
-            // The timeout's own text says the delivery is left for redelivery, untrue once the message was settled.
+            // The timeout's own text says what becomes of the delivery (above), untrue once the message was settled.
             const why =
               result === 'transient'
                 ? lostTo.message
@@ -712,6 +737,15 @@ export class SubscriberHost implements AsyncDisposable {
     // back and a short outage spent its delivery budget in seconds.
     if (lock.lost() !== undefined) return;
     const backoffMs = transientHoldMs(deliveryCount, lockMs, this.options.transientHold);
+    // On its last delivery the message does not come back after the hold: the broker dead-letters it at the release
+    // (the SDK's own dead-letter did not complete), so the log does not say "left for redelivery" there.
+    const { delivery, maxDeliveryCount, last } = deliveryStanding(
+      deliveryCount,
+      this.options.maxDeliveryCount ?? DEFAULT_MAX_DELIVERY_COUNT,
+    );
+    const left = last ? 'last delivery left unsettled' : 'delivery left for redelivery';
+    const then = last ? `; ${BROKER_DEAD_LETTERS_AT_RELEASE}` : '';
+    const counts = { deliveryCount, delivery, maxDeliveryCount };
     // No end known (renewal off and the lock's expiry unreadable, the local clock skewed by about a lock or more):
     // nothing renews the lock, so it lapses about one lock after the accept, whenever that is in our time, and a hold
     // capped by nothing slept the whole back-off (up to 5 min) past it while the session went to whoever asked. The
@@ -720,15 +754,15 @@ export class SubscriberHost implements AsyncDisposable {
     const end = horizon.end();
     if (!Number.isFinite(end)) {
       this.log.info(
-        { endpointId: this.options.endpointId, sessionId: receiver.sessionId, deliveryCount, backoffMs },
-        'delivery left for redelivery: session released without a hold (renewal off, lock expiry unreadable)',
+        { endpointId: this.options.endpointId, sessionId: receiver.sessionId, ...counts, backoffMs },
+        `${left}: session released without a hold (renewal off, lock expiry unreadable)${then}`,
       );
       return;
     }
     const holdMs = Math.max(0, Math.min(backoffMs, end - Date.now()));
     this.log.info(
-      { endpointId: this.options.endpointId, sessionId: receiver.sessionId, deliveryCount, holdMs, backoffMs },
-      'delivery left for redelivery: holding the session first',
+      { endpointId: this.options.endpointId, sessionId: receiver.sessionId, ...counts, holdMs, backoffMs },
+      `${left}: holding the session first${then}`,
     );
     await sleep(holdMs, this.stopController.signal);
   }
