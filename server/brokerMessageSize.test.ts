@@ -320,6 +320,34 @@ describe("a Manager command's size: the smaller of the Manager topic's and the e
     assert.deepEqual(calls, { Manager: 2, ep: 3 });
   });
 
+  test("a re-send of a claim: held to the sizes read only, undefined (the broker decides) when none is; a fresh command keeps 256 KB", async () => {
+    let now = 0;
+    const answers: Record<string, Array<() => Promise<unknown>>> = {
+      Manager: [() => Promise.reject(failure(503)), kb(1024)],
+      ep: [() => Promise.reject(failure(503)), kb(2048)],
+      Resolver: [() => Promise.reject(failure(503)), kb(4096)],
+    };
+    const reads: Record<string, number> = {};
+    const { admin } = topics(Object.fromEntries(Object.keys(answers).map((t) => [t, () => answers[t]![(reads[t] = (reads[t] ?? 0) + 1) - 1]!()])));
+    const options = { rereadAfterMs: 60_000, now: () => now };
+    const resolver = new BrokerMessageSize(admin, 'Resolver', recorder(), options);
+    const sizes = new CommandMessageSize(admin, new BrokerMessageSize(admin, 'Manager', recorder(), options), recorder(), options, [resolver]);
+    assert.equal(await sizes.resendBytes('ep'), undefined, 'every read failed: no limit of the console');
+    assert.equal(await sizes.bytes('ep'), BROKER_MESSAGE_BYTES, "a fresh command: the Standard tier's");
+    now += 60_000;
+    await sizes.bytes('ep'); // the retries read 1 MB, 2 MB, 4 MB
+    await sizes.idle();
+    assert.equal(await sizes.resendBytes('ep'), 1024 * 1024, 'the smallest read');
+    assert.equal(await sizes.bytes('ep'), 1024 * 1024);
+  });
+
+  test("a re-send with the Manager topic's read failed and the endpoint topic's read: the endpoint topic's, not 256 KB", async () => {
+    const { admin } = topics({ Manager: () => Promise.reject(failure(503)), ep: kb(1024) });
+    const sizes = new CommandMessageSize(admin, new BrokerMessageSize(admin, 'Manager', recorder()), recorder());
+    assert.equal(await sizes.resendBytes('ep'), 1024 * 1024);
+    assert.equal(await sizes.bytes('ep'), BROKER_MESSAGE_BYTES, 'a fresh command keeps the fallback');
+  });
+
   test('the Resolver topic, which every message is also forwarded to, holds commands and publishes to its size once read, and nothing before', async () => {
     let now = 0;
     const resolverAnswers = [() => Promise.reject(failure(503)), kb(1024)];

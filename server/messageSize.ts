@@ -13,7 +13,8 @@
 // embedded emulator's default), and a broker that refuses a smaller message for its size is answered 413 too
 // (isSizeRefusal). A Manager command is forwarded from the Manager topic to its endpoint's topic, which may take less:
 // a command is held to the smaller of the two topics' sizes (CommandMessageSize). An agent's publish is sent to its
-// endpoint's topic directly: it is held to that topic's size (CommandMessageSize.topicBytes).
+// endpoint's topic directly: it is held to that topic's size (CommandMessageSize.topicBytes). A re-send of a claim
+// (accepted once) is held to the sizes read only: with none read it is sent, the broker deciding (resendBytes).
 import { isServiceBusError, type ServiceBusAdministrationClient } from '@azure/service-bus';
 import { z } from 'zod';
 import { HttpError } from './http.ts';
@@ -295,6 +296,21 @@ export class CommandMessageSize {
       ...forwardedTo.map((topic) => this.#endpoint(topic).known()),
     ]);
     return Math.min(own ?? manager, through, ...onward.filter((n): n is number => n !== undefined));
+  }
+
+  /**
+   * The size a re-send of a command accepted once (an abandoned claim's: the Manager's repeat, Reconcile's re-send) is
+   * checked against now: the smallest size read of the topics it passes (the Manager topic, the endpoint's, the
+   * Resolver's), undefined when none is read - then it is sent and the broker decides (its refusal is answered 413,
+   * isSizeRefusal). The claim was checked when it was made, against a limit known then, maybe by another replica:
+   * the Standard tier's 256 KB standing in for an unread size is a guess, and before, a replica whose reads had failed
+   * refused such a re-send with 413 for up to the back-off, though the broker (a Premium namespace) would take it.
+   * A fresh command keeps the guess (bytes). Waits at most the first reads' bound. Never rejects.
+   */
+  async resendBytes(endpointId: string): Promise<number | undefined> {
+    const [manager, own, through] = await Promise.all([this.#manager.known(), this.#endpoint(endpointId).known(), this.#throughBytes()]);
+    const least = Math.min(manager ?? Infinity, own ?? Infinity, through);
+    return least === Infinity ? undefined : least;
   }
 
   /** The smallest size read of the topics every message is forwarded to (Infinity when none is read). */
