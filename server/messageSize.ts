@@ -116,7 +116,9 @@ async function withinBound(request: Promise<ReadOutcome>, timeoutMs: number): Pr
  * At most one getTopic per topic is out at any time: a request still unanswered at its read's bound is kept (the read
  * fails for its callers), and a later read waits on it, within its own bound, instead of sending another. Before, each
  * back-off sent a new request beside the hung ones - with an admin endpoint that stopped answering they piled up, one
- * a minute. A request that settles with no read waiting on it is dropped; the next read sends a new one.
+ * a minute. A request that settles with no read waiting on it is dropped; the next read sends a new one. One that
+ * never settles leaves the topic unread for the process (the size read before, or the fallback, standing), each
+ * re-read's failure logged with how long the request has been out.
  */
 export class BrokerMessageSize {
   readonly #admin: Pick<ServiceBusAdministrationClient, 'getTopic'>;
