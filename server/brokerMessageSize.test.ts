@@ -9,6 +9,8 @@
 // A size read is read again after the refresh interval (10 min), the last size read used while that re-read is in
 // flight and when it fails: before, a size read was kept until the console restarted, so an operator's change to a
 // topic's size (raised on Premium, or lowered) went unseen.
+// At most one getTopic per topic is out: a request hung past its bound is waited on by later reads, not joined by
+// another - before, each back-off sent one more beside the hung ones, piling up while the admin endpoint was silent.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BROKER_MESSAGE_BYTES, BrokerMessageSize, CommandMessageSize } from './messageSize.ts';
@@ -40,6 +42,79 @@ describe("the broker's message size", () => {
     assert.equal(await size.bytes(), BROKER_MESSAGE_BYTES);
     assert.equal(calls, 1, 'not read again before the back-off');
     assert.deepEqual(log.lines.map((l) => [l.level, l.o.reason]), [['warn', 'the topic did not answer within 50 ms']]);
+  });
+
+  test('a getTopic that never settles: one request outstanding at most over many back-offs, each re-read failing at its bound', { timeout: 60_000 }, async () => {
+    let now = 0;
+    let calls = 0;
+    const log = recorder();
+    const size = new BrokerMessageSize(adminOf(() => (calls++, new Promise(() => {}))), 'Manager', log, { timeoutMs: 20, rereadAfterMs: 60_000, now: () => now });
+    const alive = setInterval(() => {}, 1_000);
+    try {
+      for (let period = 0; period < 5; period++) {
+        assert.equal(await size.bytes(), BROKER_MESSAGE_BYTES, 'the Standard limit, the request answered at the bound');
+        await size.idle(); // the re-read started by that use, answered at its bound
+        now += 60_000;
+      }
+    } finally {
+      clearInterval(alive);
+    }
+    // Before, each back-off sent one more getTopic, the earlier ones still hanging: 5 here, one more every minute.
+    assert.equal(calls, 1, 'no second request while the first has not settled');
+    const warned = log.lines.filter((l) => l.level === 'warn');
+    assert.equal(warned.length, 5, 'each re-read that found the request unanswered is a failed read, logged');
+    assert.deepEqual(warned.slice(1).map((l) => l.o.requestOutstandingMs), [60_000, 120_000, 180_000, 240_000], 'saying how long the request has been out');
+  });
+
+  test('a hung re-read after a size was read: that size kept, one request outstanding; once it settles the next re-read sends a new one', { timeout: 60_000 }, async () => {
+    let now = 0;
+    let release!: (v: unknown) => void;
+    const answers: Array<() => Promise<unknown>> = [
+      () => Promise.resolve({ maxMessageSizeInKilobytes: 1024 }),
+      () => new Promise((r) => (release = r)), // hangs past its bound
+      () => Promise.resolve({ maxMessageSizeInKilobytes: 2048 }),
+    ];
+    let calls = 0;
+    const size = new BrokerMessageSize(adminOf(() => answers[calls++]!()), 'Manager', recorder(), { timeoutMs: 20, rereadAfterMs: 60_000, refreshAfterMs: 600_000, now: () => now });
+    const alive = setInterval(() => {}, 1_000);
+    try {
+      assert.equal(await size.bytes(), 1024 * 1024);
+      now += 600_000;
+      for (let period = 0; period < 4; period++) {
+        assert.equal(await size.bytes(), 1024 * 1024, 'the size read before stands');
+        await size.idle();
+        now += 60_000;
+      }
+      assert.equal(calls, 2, 'the hung request is the only one out');
+      release({ maxMessageSizeInKilobytes: 512 }); // settles long after its bound, with no read waiting on it: not used
+      await new Promise((r) => setImmediate(r));
+      assert.equal(await size.bytes(), 1024 * 1024, 'an answer after every bound is not taken');
+      await size.idle();
+      assert.equal(calls, 3, 'settled, it no longer holds the next re-read back');
+      assert.equal(await size.bytes(), 2048 * 1024);
+    } finally {
+      clearInterval(alive);
+    }
+  });
+
+  test('a request hung past one bound that answers within a later re-read\'s bound: that answer is used, no second request', async () => {
+    let now = 0;
+    let release!: (v: unknown) => void;
+    let calls = 0;
+    const size = new BrokerMessageSize(adminOf(() => (calls++, new Promise((r) => (release = r)))), 'Manager', recorder(), { timeoutMs: 1_000, rereadAfterMs: 60_000, now: () => now });
+    const alive = setInterval(() => {}, 1_000);
+    try {
+      assert.equal(await size.bytes(), BROKER_MESSAGE_BYTES, 'not answered within the bound');
+      now += 60_000;
+      const pending = size.bytes(); // the re-read: waits on the same request, none sent
+      release({ maxMessageSizeInKilobytes: 4096 });
+      assert.equal(await pending, BROKER_MESSAGE_BYTES, 'the request that starts a re-read uses the value known');
+      await size.idle();
+      assert.equal(await size.bytes(), 4096 * 1024, "the late answer, within the re-read's bound, is used");
+      assert.equal(calls, 1);
+    } finally {
+      clearInterval(alive);
+    }
   });
 
   test('a failed read (503) is read again on the first use after the back-off, one read at a time, the request not waiting on it', async () => {
@@ -243,6 +318,34 @@ describe("a Manager command's size: the smaller of the Manager topic's and the e
     await sizes.idle();
     assert.deepEqual([await sizes.bytes('ep'), await sizes.topicBytes('ep')], [256 * 1024, 256 * 1024], 'the lowered size is used');
     assert.deepEqual(calls, { Manager: 2, ep: 3 });
+  });
+
+  test("a re-send of a claim: held to the sizes read only, undefined (the broker decides) when none is; a fresh command keeps 256 KB", async () => {
+    let now = 0;
+    const answers: Record<string, Array<() => Promise<unknown>>> = {
+      Manager: [() => Promise.reject(failure(503)), kb(1024)],
+      ep: [() => Promise.reject(failure(503)), kb(2048)],
+      Resolver: [() => Promise.reject(failure(503)), kb(4096)],
+    };
+    const reads: Record<string, number> = {};
+    const { admin } = topics(Object.fromEntries(Object.keys(answers).map((t) => [t, () => answers[t]![(reads[t] = (reads[t] ?? 0) + 1) - 1]!()])));
+    const options = { rereadAfterMs: 60_000, now: () => now };
+    const resolver = new BrokerMessageSize(admin, 'Resolver', recorder(), options);
+    const sizes = new CommandMessageSize(admin, new BrokerMessageSize(admin, 'Manager', recorder(), options), recorder(), options, [resolver]);
+    assert.equal(await sizes.resendBytes('ep'), undefined, 'every read failed: no limit of the console');
+    assert.equal(await sizes.bytes('ep'), BROKER_MESSAGE_BYTES, "a fresh command: the Standard tier's");
+    now += 60_000;
+    await sizes.bytes('ep'); // the retries read 1 MB, 2 MB, 4 MB
+    await sizes.idle();
+    assert.equal(await sizes.resendBytes('ep'), 1024 * 1024, 'the smallest read');
+    assert.equal(await sizes.bytes('ep'), 1024 * 1024);
+  });
+
+  test("a re-send with the Manager topic's read failed and the endpoint topic's read: the endpoint topic's, not 256 KB", async () => {
+    const { admin } = topics({ Manager: () => Promise.reject(failure(503)), ep: kb(1024) });
+    const sizes = new CommandMessageSize(admin, new BrokerMessageSize(admin, 'Manager', recorder()), recorder());
+    assert.equal(await sizes.resendBytes('ep'), 1024 * 1024);
+    assert.equal(await sizes.bytes('ep'), BROKER_MESSAGE_BYTES, 'a fresh command keeps the fallback');
   });
 
   test('the Resolver topic, which every message is also forwarded to, holds commands and publishes to its size once read, and nothing before', async () => {

@@ -26,7 +26,7 @@ export interface ConsoleContext {
   /**
    * Per endpoint topic, read as the Manager topic's is (on first use): a command is held to the smaller of the Manager
    * topic's size and its endpoint topic's (`bytes`), an agent's publish - sent to its endpoint's topic - to that topic's
-   * (`topicBytes`).
+   * (`topicBytes`); a re-send of a claim to the sizes read only, none read leaving it to the broker (`resendBytes`).
    */
   commandMessageSize: CommandMessageSize;
 }
@@ -62,7 +62,12 @@ async function open(env: Record<string, string | undefined>): Promise<ConsoleCon
     catalog,
     brokerMessageSize,
     commandMessageSize,
-    manager: new Manager({ store, client: serviceBus.client, brokerMessageBytes: (endpointId) => commandMessageSize.bytes(endpointId) }),
+    manager: new Manager({
+      store,
+      client: serviceBus.client,
+      brokerMessageBytes: (endpointId) => commandMessageSize.bytes(endpointId),
+      resendMessageBytes: (endpointId) => commandMessageSize.resendBytes(endpointId),
+    }),
   };
 }
 

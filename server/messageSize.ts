@@ -13,7 +13,8 @@
 // embedded emulator's default), and a broker that refuses a smaller message for its size is answered 413 too
 // (isSizeRefusal). A Manager command is forwarded from the Manager topic to its endpoint's topic, which may take less:
 // a command is held to the smaller of the two topics' sizes (CommandMessageSize). An agent's publish is sent to its
-// endpoint's topic directly: it is held to that topic's size (CommandMessageSize.topicBytes).
+// endpoint's topic directly: it is held to that topic's size (CommandMessageSize.topicBytes). A re-send of a claim
+// (accepted once) is held to the sizes read only: with none read it is sent, the broker deciding (resendBytes).
 import { isServiceBusError, type ServiceBusAdministrationClient } from '@azure/service-bus';
 import { z } from 'zod';
 import { HttpError } from './http.ts';
@@ -66,30 +67,35 @@ type Logger = { info(o: object, m: string): void; warn(o: object, m: string): vo
 type ReadOutcome = { kind: 'read'; kilobytes: number } | { kind: 'final'; why: Record<string, unknown> } | { kind: 'retry'; why: Record<string, unknown> };
 
 /**
- * One read of the topic's maxMessageSizeInKilobytes, settled within `timeoutMs` whatever the client does: the abort
- * signal alone was not enough - a getTopic that drops it (a credential's token request, any layer that ignores it)
- * never settled, and every command and agent publish awaiting the size hung with it. Never rejects.
+ * One request for the topic's maxMessageSizeInKilobytes, however long the client takes to settle it - which may be
+ * never: the abort signal alone was not enough, a getTopic that drops it (a credential's token request, any layer
+ * that ignores it) never settled. Never rejects; what a read waits for it is bounded by `withinBound`.
  */
-async function readTopicLimit(admin: Pick<ServiceBusAdministrationClient, 'getTopic'>, topic: string, timeoutMs: number): Promise<ReadOutcome> {
+async function requestTopicLimit(admin: Pick<ServiceBusAdministrationClient, 'getTopic'>, topic: string, timeoutMs: number): Promise<ReadOutcome> {
+  try {
+    const parsed = topicLimit.safeParse(await admin.getTopic(topic, { abortSignal: AbortSignal.timeout(timeoutMs) }));
+    return parsed.success ? { kind: 'read', kilobytes: parsed.data.maxMessageSizeInKilobytes } : { kind: 'final', why: { reason: 'the topic reports no usable maxMessageSizeInKilobytes' } };
+  } catch (err) {
+    // The error's name, code and status only: its text may carry the namespace's address.
+    const e = err as { name?: unknown; code?: unknown; statusCode?: unknown };
+    const error = { errName: String(e?.name ?? 'Error'), code: e?.code, statusCode: e?.statusCode };
+    if (e?.statusCode === 401 || e?.statusCode === 403) return { kind: 'final', why: { reason: 'the topic could not be read: no Manage right on it (401/403)', ...error } };
+    return { kind: 'retry', why: { reason: 'the topic could not be read', ...error } };
+  }
+}
+
+/**
+ * A request's outcome, or a failure to retry when it has not settled within `timeoutMs`: every command and agent
+ * publish awaiting the size waits no longer than that. Never rejects.
+ */
+async function withinBound(request: Promise<ReadOutcome>, timeoutMs: number): Promise<ReadOutcome> {
   let timer: NodeJS.Timeout | undefined;
   const bound = new Promise<ReadOutcome>((resolve) => {
     timer = setTimeout(() => resolve({ kind: 'retry', why: { reason: `the topic did not answer within ${timeoutMs} ms` } }), timeoutMs);
     timer.unref(); // a read left hanging must not keep the process alive
   });
-  const read = (async (): Promise<ReadOutcome> => {
-    try {
-      const parsed = topicLimit.safeParse(await admin.getTopic(topic, { abortSignal: AbortSignal.timeout(timeoutMs) }));
-      return parsed.success ? { kind: 'read', kilobytes: parsed.data.maxMessageSizeInKilobytes } : { kind: 'final', why: { reason: 'the topic reports no usable maxMessageSizeInKilobytes' } };
-    } catch (err) {
-      // The error's name, code and status only: its text may carry the namespace's address.
-      const e = err as { name?: unknown; code?: unknown; statusCode?: unknown };
-      const error = { errName: String(e?.name ?? 'Error'), code: e?.code, statusCode: e?.statusCode };
-      if (e?.statusCode === 401 || e?.statusCode === 403) return { kind: 'final', why: { reason: 'the topic could not be read: no Manage right on it (401/403)', ...error } };
-      return { kind: 'retry', why: { reason: 'the topic could not be read', ...error } };
-    }
-  })();
   try {
-    return await Promise.race([read, bound]);
+    return await Promise.race([request, bound]);
   } finally {
     clearTimeout(timer);
   }
@@ -106,6 +112,13 @@ async function readTopicLimit(admin: Pick<ServiceBusAdministrationClient, 'getTo
  * lowers it to the Standard tier's), the next re-read after the back-off (a blip) or the refresh interval (a 401/403,
  * no usable size). The first size and each change are logged, and each failure (the error's name, code and status,
  * never its text).
+ *
+ * At most one getTopic per topic is out at any time: a request still unanswered at its read's bound is kept (the read
+ * fails for its callers), and a later read waits on it, within its own bound, instead of sending another. Before, each
+ * back-off sent a new request beside the hung ones - with an admin endpoint that stopped answering they piled up, one
+ * a minute. A request that settles with no read waiting on it is dropped; the next read sends a new one. One that
+ * never settles leaves the topic unread for the process (the size read before, or the fallback, standing), each
+ * re-read's failure logged with how long the request has been out.
  */
 export class BrokerMessageSize {
   readonly #admin: Pick<ServiceBusAdministrationClient, 'getTopic'>;
@@ -122,6 +135,11 @@ export class BrokerMessageSize {
   #settled = false;
   /** The read in flight (at most one), settled within #timeoutMs. */
   #reading: Promise<void> | undefined;
+  /**
+   * The getTopic request out, until it settles - which may be long after the read that sent it ended at its bound,
+   * or never: no other is sent meanwhile (a read waits on this one).
+   */
+  #request: { outcome: Promise<ReadOutcome>; sentAt: number } | undefined;
   /** Whether a read has ended: until then a request waits for the first one (bounded), after it never waits. */
   #everRead = false;
   #nextReadAt = 0;
@@ -166,8 +184,28 @@ export class BrokerMessageSize {
     await this.#reading;
   }
 
+  /** The request out, or a new one when none is: a request is forgotten when it settles. */
+  #requestOut(): { outcome: Promise<ReadOutcome>; sentAt: number } {
+    if (this.#request) return this.#request;
+    const request = {
+      outcome: requestTopicLimit(this.#admin, this.#topic, this.#timeoutMs).finally(() => {
+        if (this.#request === request) this.#request = undefined;
+      }),
+      sentAt: this.#now(),
+    };
+    this.#request = request;
+    return request;
+  }
+
   async #read(): Promise<void> {
-    const outcome = await readTopicLimit(this.#admin, this.#topic, this.#timeoutMs);
+    const earlier = this.#request !== undefined;
+    const request = this.#requestOut();
+    let outcome = await withinBound(request.outcome, this.#timeoutMs);
+    // An earlier read's request, still out after this bound too: said, so a log shows why the topic is not asked again.
+    if (earlier && outcome.kind === 'retry' && this.#request === request) {
+      const why = { reason: `${String(outcome.why.reason)}; a request sent earlier is still unanswered, and no other is sent until it settles` };
+      outcome = { kind: 'retry', why: { ...why, requestOutstandingMs: this.#now() - request.sentAt } };
+    }
     const topic = this.#topic;
     const previous = this.#bytes;
     if (outcome.kind === 'read') {
@@ -260,6 +298,21 @@ export class CommandMessageSize {
       ...forwardedTo.map((topic) => this.#endpoint(topic).known()),
     ]);
     return Math.min(own ?? manager, through, ...onward.filter((n): n is number => n !== undefined));
+  }
+
+  /**
+   * The size a re-send of a command accepted once (an abandoned claim's: the Manager's repeat, Reconcile's re-send) is
+   * checked against now: the smallest size read of the topics it passes (the Manager topic, the endpoint's, the
+   * Resolver's), undefined when none is read - then it is sent and the broker decides (its refusal is answered 413,
+   * isSizeRefusal). The claim was checked when it was made, against a limit known then, maybe by another replica:
+   * the Standard tier's 256 KB standing in for an unread size is a guess, and before, a replica whose reads had failed
+   * refused such a re-send with 413 for up to the back-off, though the broker (a Premium namespace) would take it.
+   * A fresh command keeps the guess (bytes). Waits at most the first reads' bound. Never rejects.
+   */
+  async resendBytes(endpointId: string): Promise<number | undefined> {
+    const [manager, own, through] = await Promise.all([this.#manager.known(), this.#endpoint(endpointId).known(), this.#throughBytes()]);
+    const least = Math.min(manager ?? Infinity, own ?? Infinity, through);
+    return least === Infinity ? undefined : least;
   }
 
   /** The smallest size read of the topics every message is forwarded to (Infinity when none is read). */

@@ -116,6 +116,8 @@ export const HANDOFF_SETTLED_CODE = 'settled';
 
 /** The history property the Resolver records a request's unparsable EventJson under (resolver-worker/project.ts). */
 const RESOLVER_PAYLOAD_PROBLEM = 'ResolverPayloadProblem';
+/** The way out for a claim whose command is too large: re-sending it never goes, so it is undone, then sent smaller. */
+const RESTORE_THEN_SMALLER = 'restore the event in Operations → Reconcile, then send a smaller one';
 
 const SETTLEABLE: ReadonlySet<ResolutionStatusT> = new Set([
   ResolutionStatus.Failed,
@@ -180,12 +182,25 @@ export class Manager {
    * Manager topic's and the endpoint topic's (server/messageSize.ts CommandMessageSize).
    */
   readonly #brokerMessageBytes: (endpointId: string) => Promise<number>;
+  /**
+   * The same for a re-send of an abandoned claim (#repeat, resendClaim): undefined when no size is known, and the
+   * command - accepted once - is sent for the broker to decide (CommandMessageSize.resendBytes). Default: as a fresh
+   * command's.
+   */
+  readonly #resendMessageBytes: (endpointId: string) => Promise<number | undefined>;
 
-  constructor(options: { store: MessageStore; client: ServiceBusClient; now?: () => number; brokerMessageBytes?: (endpointId: string) => Promise<number> }) {
+  constructor(options: {
+    store: MessageStore;
+    client: ServiceBusClient;
+    now?: () => number;
+    brokerMessageBytes?: (endpointId: string) => Promise<number>;
+    resendMessageBytes?: (endpointId: string) => Promise<number | undefined>;
+  }) {
     this.#store = options.store;
     this.#client = options.client;
     this.#now = options.now ?? Date.now;
     this.#brokerMessageBytes = options.brokerMessageBytes ?? (() => Promise.resolve(BROKER_MESSAGE_BYTES));
+    this.#resendMessageBytes = options.resendMessageBytes ?? this.#brokerMessageBytes;
   }
 
   /**
@@ -668,14 +683,15 @@ export class Manager {
    * (repeatTooLarge.test.ts). A claim gets too large after it was made when the limit it was checked against is no
    * longer the one known (another replica read a larger one, the endpoint topic's was not yet read) or when a console
    * from before the pre-checks made it; its way out is a restore (Reconcile), then a smaller command.
+   * Held to the sizes read only: with none read here (the reads failed, no size read before) the command, accepted
+   * once, is sent and the broker decides - the Standard tier's 256 KB, a guess, refused with 413 for up to the reads'
+   * back-off a re-send a Premium namespace takes (resendUnknownSize.test.ts). A broker's refusal is answered 413 by
+   * #sendFailed, the claim kept and the refusal audited (CommandNotSent).
    */
   async #requireClaimSendable(spec: CommandSpec, row: StatusRow, built: BuiltCommand): Promise<void> {
-    requireSendableSize(
-      sizeWhat(spec),
-      (built.message.body as Buffer).length,
-      await this.#brokerMessageBytes(row.endpointId),
-      `its claim stays as it was (Pending, no receipt): restore the event in Operations → Reconcile, then send a smaller one`,
-    );
+    const limit = await this.#resendMessageBytes(row.endpointId);
+    if (limit === undefined) return;
+    requireSendableSize(sizeWhat(spec), (built.message.body as Buffer).length, limit, `its claim stays as it was (Pending, no receipt): ${RESTORE_THEN_SMALLER}`);
   }
 
   /** Sends a command already built (building can throw: callers build before they claim) and writes its receipt. */
@@ -722,7 +738,9 @@ export class Manager {
     const refused = sendCertainlyRefused(err);
     const claimText = await this.#undoClaim(row, built, auditor, previous, { reason: text.slice(0, 1000), data: { brokerRefused: refused }, log: { refused, err: text } });
     // Refused for its size, the same command is refused again: 413, which no client retries (not 503 "try again").
-    if (isSizeRefusal(err)) throw new HttpError(413, 'too large', `the command is larger than Service Bus accepts; nothing was sent and ${claimText}. Send a smaller one`);
+    // A re-send's claim (kept) is refused again on every re-send: its way out is a restore, as the pre-check says.
+    if (isSizeRefusal(err))
+      throw new HttpError(413, 'too large', `the command is larger than Service Bus accepts; nothing was sent and ${claimText}. ${previous ? 'Send a smaller one' : `It is refused again on every re-send: ${RESTORE_THEN_SMALLER}`}`);
     throw new HttpError(503, 'unavailable', `the command could not be sent to Service Bus; ${claimText}. Try again (it will not be sent twice)`);
   }
 
