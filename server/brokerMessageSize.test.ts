@@ -66,6 +66,34 @@ describe("the broker's message size", () => {
     assert.deepEqual(warned.slice(1).map((l) => l.o.requestOutstandingMs), [60_000, 120_000, 180_000, 240_000], 'saying how long the request has been out');
   });
 
+  test('a request out for a refresh interval is given up: the next read sends a new one, which may answer', { timeout: 60_000 }, async () => {
+    let now = 0;
+    let calls = 0;
+    const size = new BrokerMessageSize(
+      adminOf(() => (++calls === 1 ? new Promise(() => {}) : Promise.resolve({ maxMessageSizeInKilobytes: 1024 }))),
+      'Manager',
+      recorder(),
+      { timeoutMs: 20, rereadAfterMs: 60_000, refreshAfterMs: 600_000, now: () => now },
+    );
+    const alive = setInterval(() => {}, 1_000);
+    try {
+      // Nine back-offs within the refresh interval: the first request, never answering, is the only one.
+      for (let period = 0; period < 10; period++) {
+        assert.equal(await size.bytes(), BROKER_MESSAGE_BYTES);
+        await size.idle();
+        now += 60_000;
+      }
+      assert.equal(calls, 1, 'one request while the first is out for less than the refresh interval');
+      // Ten minutes out: given up; this read sends a second request, which answers.
+      await size.bytes();
+      await size.idle();
+    } finally {
+      clearInterval(alive);
+    }
+    assert.equal(calls, 2, 'a new request once the first has been out for the refresh interval');
+    assert.equal(await size.bytes(), 1024 * 1024, 'the new request read the size');
+  });
+
   test('a hung re-read after a size was read: that size kept, one request outstanding; once it settles the next re-read sends a new one', { timeout: 60_000 }, async () => {
     let now = 0;
     let release!: (v: unknown) => void;

@@ -184,9 +184,14 @@ export class BrokerMessageSize {
     await this.#reading;
   }
 
-  /** The request out, or a new one when none is: a request is forgotten when it settles. */
+  /**
+   * The request out, or a new one when none is: a request is forgotten when it settles, or when it has been out for a
+   * refresh interval (10 min) - a connection that went silent for good would otherwise leave the topic unread until
+   * the console restarts; a new request may take a fresh connection. So a silent admin endpoint holds at most one
+   * request per topic per refresh interval, never one per back-off.
+   */
   #requestOut(): { outcome: Promise<ReadOutcome>; sentAt: number } {
-    if (this.#request) return this.#request;
+    if (this.#request && this.#now() - this.#request.sentAt < this.#refreshAfterMs) return this.#request;
     const request = {
       outcome: requestTopicLimit(this.#admin, this.#topic, this.#timeoutMs).finally(() => {
         if (this.#request === request) this.#request = undefined;
@@ -203,7 +208,7 @@ export class BrokerMessageSize {
     let outcome = await withinBound(request.outcome, this.#timeoutMs);
     // An earlier read's request, still out after this bound too: said, so a log shows why the topic is not asked again.
     if (earlier && outcome.kind === 'retry' && this.#request === request) {
-      const why = { reason: `${String(outcome.why.reason)}; a request sent earlier is still unanswered, and no other is sent until it settles` };
+      const why = { reason: `${String(outcome.why.reason)}; a request sent earlier is still unanswered, and no other is sent until it settles or has been out for ${this.#refreshAfterMs} ms` };
       outcome = { kind: 'retry', why: { ...why, requestOutstandingMs: this.#now() - request.sentAt } };
     }
     const topic = this.#topic;
