@@ -22,8 +22,8 @@ export default tseslint.config(
   },
   {
     // The console's browser code: every page's first-load bundle. zod's classic API (directly, or through the
-    // contract barrel, whose schemas are built at module level) would put ~70 KB more into each page
-    // (docs/console.md). Names come from '@nimbus/sdk/contract/names', URL schemas from 'zod/mini'; types are free.
+    // contract barrel, whose schemas are built at module level) would put ~155 KB more into each page, zod/mini its
+    // 85 KB core (docs/console.md). Names come from '@nimbus/sdk/contract/names', URL schemas from valibot; types are free.
     files: ['components/**/*.ts', 'components/**/*.tsx'],
     ignores: ['**/*.test.ts', 'components/payload/check.ts'],
     rules: {
@@ -31,7 +31,8 @@ export default tseslint.config(
         'error',
         {
           paths: [
-            { name: 'zod', message: "Browser code uses 'zod/mini' (zod's classic API would be in every page's first load).", allowTypeImports: true },
+            { name: 'zod', message: "Browser code uses valibot for schemas (zod's classic API would be in every page's first load).", allowTypeImports: true },
+            { name: 'zod/mini', message: "Browser code uses valibot for schemas (zod/mini's core is 85 KB in every page's first load).", allowTypeImports: true },
             { name: '@nimbus/sdk/contract', message: "Import names from '@nimbus/sdk/contract/names' (the barrel brings zod's classic API into every page).", allowTypeImports: true },
           ],
         },

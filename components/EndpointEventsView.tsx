@@ -30,7 +30,7 @@ import { EXACT_ID_FILTERS, type ExactIdFilter } from '../server/exactIdFilters.t
 import { useExactIdErrors } from './exactIdErrors.tsx';
 
 const STATUSES = EVENT_STATUSES;
-type FilterKey = keyof typeof eventListSearch.shape;
+type FilterKey = keyof typeof eventListSearch.entries;
 /** The filter as the form edits it: every field a string (statuses comma-separated). */
 type Filters = Record<FilterKey, string>;
 const filtersOf = (parsed: EventListSearch): Filters => ({ ...parsed, status: parsed.status.join(',') });

@@ -147,3 +147,23 @@ test('alerts: rule and history state fall back field by field', () => {
   assert.equal(parseSearch(alertHistorySearch, { limit: '150' }).limit, 100, 'a limit off the page grid falls back');
   assert.equal(parseSearch(alertHistorySearch, { limit: '5000' }).limit, 100);
 });
+
+test("a URL's instant is what the routes take: the page's rule and zod's z.iso.datetime({ offset: true }) agree", async () => {
+  const { z } = await import('zod');
+  const { ISO_INSTANT } = await import('./urlState.ts');
+  const routes = z.iso.datetime({ offset: true });
+  const cases = [
+    '2026-12-03T10:00:00Z', '2026-12-03T10:00:00+01:00', '2026-12-03T10:00:00-05:30', '2026-12-03T10:00:00.5Z',
+    '2026-12-03T10:00:00.123456789+14:00', '2026-12-03T10:00Z', '2026-12-03T10:00+01:00', '2026-12-03 10:00:00Z',
+    '2026-12-03T10:00:00', '2026-12-03T10:00:00z', '2026-12-03T10:00:00+0100', '2026-12-03T10:00:00+01',
+    '2026-12-03T24:00:00Z', '2026-12-03T23:60:00Z', '2026-12-03T23:59:60Z', '2026-12-03T10:00:00+24:00',
+    '2026-12-03T10:00:00+23:59', '2026-12-03T10:00:00.Z', '2026-12-03T10:00:00,5Z', '+010000-01-01T00:00:00Z',
+    '2026-13-01T00:00:00Z', '2026-00-01T00:00:00Z', '2026-01-00T00:00:00Z', '2026-01-32T00:00:00Z',
+    '2026-04-31T00:00:00Z', '2026-04-30T00:00:00Z', '2026-06-31T00:00:00Z', '2026-09-30T00:00:00Z', '2026-11-31T00:00:00Z',
+    ' 2026-12-03T10:00:00Z', '2026-12-03T10:00:00Z ', '', 'now',
+  ];
+  // 29, 30 February over leap rules (every 4 years, not centuries, but every 400).
+  for (const year of ['2024', '2025', '2026', '2000', '1900', '2100', '2400', '1600', '0000', '0004', '0100', '9996', '9999'])
+    for (const day of ['28', '29', '30']) cases.push(`${year}-02-${day}T12:00:00Z`);
+  for (const value of cases) assert.equal(ISO_INSTANT.test(value), routes.safeParse(value).success, JSON.stringify(value));
+});

@@ -1,13 +1,15 @@
-// Each page's URL state as one zod schema: what the page reads from its query string, parsed the same way by the
+// Each page's URL state as one schema: what the page reads from its query string, parsed the same way by the
 // server component (to prefetch the right data and name the page) and by the client view (to render and to write
 // the next URL). A value that does not parse falls back to its default instead of breaking the page: a URL is
 // typed by hand and shared, and a stale link should still open. Writing goes through `toSearch`, which leaves out
 // defaults, so one state has one URL (and one query key).
 //
-// Written with zod/mini, the tree-shakable form of the same library: this module is in every page's first-load
-// bundle, and the classic API brought about 140 KB of zod into each (measured in the console benchmark's
-// navigation figure, where the browser's parse and hydration time counts).
-import { z } from 'zod/mini';
+// Written with valibot, whose functions are separate modules a bundler keeps only when used: this module is in every
+// page's first-load bundle. zod's classic API brought about 140 KB into each page, zod/mini still 85 KB of its core
+// (its schema classes are not split); the handful of valibot functions here are a few KB (docs/console.md,
+// Performance: the console benchmark's "first-load JavaScript, decoded"). The server's routes keep zod; the
+// one rule both must read alike, an ISO-8601 instant, is written out here and held equal to zod's by urlState.test.ts.
+import * as v from 'valibot';
 import { RULE_TYPES } from '../server/alerts/ruleTypes.ts';
 import { exactIdProblem, type ExactIdFilter } from '../server/exactIdFilters.ts';
 import { AUDIT_TEXT_FILTER_MAX } from '../server/audit/auditTextFilters.ts';
@@ -21,21 +23,27 @@ function read(raw: RawSearch, key: string): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
+/** A page's URL schema: an object whose every field falls back on its own (never fails as a whole). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any field schema; each page's type is inferred
+export type SearchSchema = v.ObjectSchema<v.ObjectEntries, any>;
+/** What a page's URL schema gives: its state. */
+export type SearchOf<S extends SearchSchema> = v.InferOutput<S>;
+
 /** Parses a page's query string with its schema (each field falls back on its own). */
-export function parseSearch<S extends z.ZodMiniObject>(schema: S, raw: RawSearch): z.output<S> {
+export function parseSearch<S extends SearchSchema>(schema: S, raw: RawSearch): SearchOf<S> {
   const input: Record<string, string> = {};
-  for (const key of Object.keys(schema.shape)) {
-    const v = read(raw, key);
-    if (v !== undefined) input[key] = v;
+  for (const key of Object.keys(schema.entries)) {
+    const value = read(raw, key);
+    if (value !== undefined) input[key] = value;
   }
-  return schema.parse(input);
+  return v.parse(schema, input);
 }
 
 /** The query string for a state: keys in the schema's order, empty values and defaults left out. */
-export function toSearch<S extends z.ZodMiniObject>(schema: S, state: Partial<z.output<S>>): string {
-  const defaults = schema.parse({}) as Record<string, unknown>;
+export function toSearch<S extends SearchSchema>(schema: S, state: Partial<SearchOf<S>>): string {
+  const defaults = v.parse(schema, {}) as Record<string, unknown>;
   const sp = new URLSearchParams();
-  for (const key of Object.keys(schema.shape)) {
+  for (const key of Object.keys(schema.entries)) {
     const v = (state as Record<string, unknown>)[key];
     if (v === undefined || v === '' || v === false || (Array.isArray(v) && v.length === 0)) continue;
     if (JSON.stringify(v) === JSON.stringify(defaults[key])) continue;
@@ -44,30 +52,47 @@ export function toSearch<S extends z.ZodMiniObject>(schema: S, state: Partial<z.
   return sp.toString();
 }
 
-const sortDir = z.catch(z.optional(z.enum(['asc', 'desc'])), undefined);
-const text = (max: number) => z.catch(z.string().check(z.trim(), z.maxLength(max)), '');
+const sortDir = v.fallback(v.optional(v.picklist(['asc', 'desc'])), undefined);
+const text = (max: number) => v.fallback(v.pipe(v.string(), v.trim(), v.maxLength(max)), '');
 /**
  * An id filter taken exactly, spaces and all (event and session ids are whatever their publisher set, and event type
  * and endpoint ids are matched the same way: "S1 " is not "S1"), on every page that filters on one (Endpoint, Flow,
  * Audit); what the routes refuse (spaces alone, too long: the one rule in server/exactIdFilters.ts) is no value. The
  * forms that take typed ids refuse such an id before it reaches the URL (components/exactIdErrors.tsx).
  */
-const exactText = (field: ExactIdFilter) => z.catch(z.string().check(z.refine((v) => exactIdProblem(field, v) === undefined)), '');
-const flag = z.catch(
-  z.pipe(
-    z.string(),
-    z.transform((v) => v === '1' || v === 'true'),
+const exactText = (field: ExactIdFilter) =>
+  v.fallback(
+    v.pipe(
+      v.string(),
+      v.check((s) => exactIdProblem(field, s) === undefined),
+    ),
+    '',
+  );
+const flag = v.fallback(
+  v.pipe(
+    v.string(),
+    v.transform((s) => s === '1' || s === 'true'),
   ),
   false,
 );
+/**
+ * RFC 3339 date-time with seconds and `Z` or a `±hh:mm` offset, as the routes' `z.iso.datetime({ offset: true })`
+ * takes it (a valid calendar date, 29 February in leap years only, hours to 23): urlState.test.ts holds the two
+ * equal over a set of edge cases, so a URL the page accepts is never a 400 at the route.
+ */
+const DAY = String.raw`(?:0[1-9]|1\d|2[0-8])`;
+const LEAP_YEAR = String.raw`(?:\d\d(?:[2468][048]|[13579][26]|0[48])|(?:[02468][048]|[13579][26])00)`;
+const DATE = String.raw`(?:\d{4}-(?:(?:0[13578]|1[02])-(?:${DAY}|29|3[01])|(?:0[469]|11)-(?:${DAY}|29|30)|02-${DAY})|${LEAP_YEAR}-02-29)`;
+const HH_MM = String.raw`(?:[01]\d|2[0-3]):[0-5]\d`;
+export const ISO_INSTANT = new RegExp(String.raw`^${DATE}T${HH_MM}:[0-5]\d(?:\.\d+)?(?:Z|[+-]${HH_MM})$`);
 /** ISO-8601 with an offset (`Z` or `+01:00`): the one form times take in URLs and filters. */
-const instant = z.catch(z.iso.datetime({ offset: true }), '');
+const instant = v.fallback(v.pipe(v.string(), v.regex(ISO_INSTANT)), '');
 /** One of `values`, else `fallback`. */
-const choice = <const T extends readonly [string, ...string[]]>(values: T, fallback: T[number]) => z.catch(z.enum(values), fallback);
+const choice = <const T extends readonly [string, ...string[]]>(values: T, fallback: T[number]) => v.fallback(v.picklist(values), fallback);
 
 // --- Endpoints (/) ---------------------------------------------------------------------------------------------
 export const ENDPOINT_SORTS = ['name', 'failed', 'pending', 'deferred', 'activity'] as const;
-export const endpointsSearch = z.object({
+export const endpointsSearch = v.object({
   /** Filter by endpoint or owner. */
   q: text(200),
   /** Only endpoints with failed or deferred events. */
@@ -76,17 +101,17 @@ export const endpointsSearch = z.object({
   /** The sort direction; absent means the column's natural one (names A→Z, counts largest first). */
   dir: sortDir,
 });
-export type EndpointsSearch = z.output<typeof endpointsSearch>;
+export type EndpointsSearch = SearchOf<typeof endpointsSearch>;
 
 // --- Endpoint (/endpoints/[endpointId]) --------------------------------------------------------------------------
 export const EVENT_STATUSES = ['Failed', 'DeadLettered', 'Unsupported', 'Deferred', 'Pending', 'Handoff', 'Completed', 'Skipped'] as const;
 const STATUS_SET = new Set<string>(EVENT_STATUSES);
-export const eventListSearch = z.object({
+export const eventListSearch = v.object({
   /** Comma-separated statuses; unknown ones are dropped, the order kept canonical. */
-  status: z.catch(
-    z.pipe(
-      z.string(),
-      z.transform((s) => {
+  status: v.fallback(
+    v.pipe(
+      v.string(),
+      v.transform((s): (typeof EVENT_STATUSES)[number][] => {
         const picked = new Set(s.split(',').map((x) => x.trim()).filter((x) => STATUS_SET.has(x)));
         return EVENT_STATUSES.filter((x) => picked.has(x));
       }),
@@ -100,13 +125,13 @@ export const eventListSearch = z.object({
   to: instant,
   /** Error text contains. */
   q: text(200),
-  groupId: z.catch(z.string().check(z.regex(/^[0-9a-f]{20}$/)), ''),
+  groupId: v.fallback(v.pipe(v.string(), v.regex(/^[0-9a-f]{20}$/)), ''),
 });
-export type EventListSearch = z.output<typeof eventListSearch>;
+export type EventListSearch = SearchOf<typeof eventListSearch>;
 
 // --- Topology · Subscriptions (/topology/subscriptions) ----------------------------------------------------------
 export const SUBSCRIPTION_SORTS = ['name', 'deadLetter', 'active', 'drift'] as const;
-export const subscriptionsSearch = z.object({
+export const subscriptionsSearch = v.object({
   q: text(200),
   /** Only subscriptions needing attention (dead letters, rule drift, not Active). */
   attention: flag,
@@ -114,26 +139,33 @@ export const subscriptionsSearch = z.object({
   /** The sort direction; absent means the column's natural one. */
   dir: sortDir,
 });
-export type SubscriptionsSearch = z.output<typeof subscriptionsSearch>;
+export type SubscriptionsSearch = SearchOf<typeof subscriptionsSearch>;
 
 // --- Flow (/flow) ----------------------------------------------------------------------------------------------
 /** Minutes, the periods GET /api/flow accepts (server/flow.ts). */
 export const FLOW_PERIODS = [5, 15, 60, 240, 1440] as const;
-export const flowSearch = z.object({
-  period: z.catch(z.coerce.number().check(z.refine((v) => (FLOW_PERIODS as readonly number[]).includes(v))), 15),
+export const flowSearch = v.object({
+  period: v.fallback(
+    v.pipe(
+      v.string(),
+      v.transform(Number),
+      v.check((n) => (FLOW_PERIODS as readonly number[]).includes(n)),
+    ),
+    15,
+  ),
   eventTypeId: exactText('eventTypeId'),
 });
 
 // --- Monitor (/monitor) -----------------------------------------------------------------------------------------
 /** The chart ranges (RANGES in components/charts/metricsApi.ts), or `custom` between `from` and `to`. */
 export const MONITOR_RANGES = ['1h', '24h', '7d', '30d', 'custom'] as const;
-export const monitorSearch = z.object({
+export const monitorSearch = v.object({
   range: choice(MONITOR_RANGES, '1h'),
   /** A custom range's ends; ignored for the presets (components/charts/rangeUrl.ts). */
   from: instant,
   to: instant,
 });
-export type MonitorSearch = z.output<typeof monitorSearch>;
+export type MonitorSearch = SearchOf<typeof monitorSearch>;
 
 // --- Endpoint page as a whole (/endpoints/[endpointId]) ----------------------------------------------------------
 /**
@@ -141,15 +173,16 @@ export type MonitorSearch = z.output<typeof monitorSearch>;
  * charts' range. The filters already use `from` and `to` (when an event was updated), so a custom chart range's
  * ends are `rangeFrom` and `rangeTo` (components/charts/rangeUrl.ts).
  */
-export const endpointSearch = z.extend(eventListSearch, {
+export const endpointSearch = v.object({
+  ...eventListSearch.entries,
   range: choice(MONITOR_RANGES, '1h'),
   rangeFrom: instant,
   rangeTo: instant,
 });
-export type EndpointSearch = z.output<typeof endpointSearch>;
+export type EndpointSearch = SearchOf<typeof endpointSearch>;
 
 // --- Search (/search) -------------------------------------------------------------------------------------------
-export const searchSearch = z.object({ q: text(200) });
+export const searchSearch = v.object({ q: text(200) });
 
 // --- Failures (/failures) ---------------------------------------------------------------------------------------
 /**
@@ -158,13 +191,13 @@ export const searchSearch = z.object({ q: text(200) });
  * is in every page's first-load bundle.
  */
 export const FAILURE_GROUP_STATUSES = ['Failed', 'DeadLettered', 'Unsupported'] as const;
-export const failuresSearch = z.object({
+export const failuresSearch = v.object({
   /** Hours back; empty: all time. */
   since: choice(['', '1', '24', '168'], ''),
   /** One status alone; empty: every failure. */
   status: choice(['', ...FAILURE_GROUP_STATUSES], ''),
 });
-export type FailuresSearch = z.output<typeof failuresSearch>;
+export type FailuresSearch = SearchOf<typeof failuresSearch>;
 
 /**
  * Writes a state into the address bar without a navigation: the history API, which Next's router follows
@@ -172,7 +205,7 @@ export type FailuresSearch = z.output<typeof failuresSearch>;
  * history entry (Back returns to the state before: a sort, a page, an applied filter); `replace` does not (each
  * keystroke of a filter typed as you go).
  */
-export function writeSearch<S extends z.ZodMiniObject>(schema: S, state: Partial<z.output<S>>, how: 'push' | 'replace' = 'replace'): void {
+export function writeSearch<S extends SearchSchema>(schema: S, state: Partial<SearchOf<S>>, how: 'push' | 'replace' = 'replace'): void {
   const qs = toSearch(schema, state);
   const url = `${window.location.pathname}${qs ? `?${qs}` : ''}`;
   if (url === `${window.location.pathname}${window.location.search}`) return;
@@ -180,12 +213,12 @@ export function writeSearch<S extends z.ZodMiniObject>(schema: S, state: Partial
   else window.history.replaceState(null, '', url);
 }
 
-export function replaceSearch<S extends z.ZodMiniObject>(schema: S, state: Partial<z.output<S>>): void {
+export function replaceSearch<S extends SearchSchema>(schema: S, state: Partial<SearchOf<S>>): void {
   writeSearch(schema, state, 'replace');
 }
 
 // --- Audit (/audit) ---------------------------------------------------------------------------------------------
-export const auditSearch = z.object({
+export const auditSearch = v.object({
   endpointId: exactText('endpointId'),
   eventId: exactText('eventId'),
   /** A user's sign-in name or id, typed: trimmed, as the route takes it (server/audit/auditLog.ts). */
@@ -198,32 +231,32 @@ export const auditSearch = z.object({
   from: instant,
   to: instant,
 });
-export type AuditSearch = z.output<typeof auditSearch>;
+export type AuditSearch = SearchOf<typeof auditSearch>;
 
 // --- Dead letters (/topology/subscriptions/[topic]/[subscription]) ------------------------------------------------
 /** A Service Bus sequence number, as GET …/deadletters takes `from`. */
 const SEQUENCE = /^\d{1,19}$/;
 /** How many earlier pages "Previous" can walk back through (a longer trail keeps its most recent part). */
 export const DEAD_LETTER_TRAIL = 50;
-export const deadLettersSearch = z.object({
+export const deadLettersSearch = v.object({
   /** The dead-letter reason, exactly (the broker's DeadLetterReason). */
   reason: text(4096),
   /** The first sequence number of the page shown; empty: the first page. */
-  from: z.catch(z.string().check(z.regex(SEQUENCE)), ''),
+  from: v.fallback(v.pipe(v.string(), v.regex(SEQUENCE)), ''),
   /** The `from` of each page before this one after the first (oldest first), for "Previous". */
-  prev: z.catch(
-    z.pipe(
-      z.string(),
-      z.transform((s) => s.split(',').filter((x) => SEQUENCE.test(x)).slice(-DEAD_LETTER_TRAIL)),
+  prev: v.fallback(
+    v.pipe(
+      v.string(),
+      v.transform((s) => s.split(',').filter((x) => SEQUENCE.test(x)).slice(-DEAD_LETTER_TRAIL)),
     ),
     [],
   ),
 });
-export type DeadLettersSearch = z.output<typeof deadLettersSearch>;
+export type DeadLettersSearch = SearchOf<typeof deadLettersSearch>;
 
 // --- Admin · Alerts (/admin/alerts) -------------------------------------------------------------------------------
 export const ALERT_RULE_SORTS = ['name', 'type', 'state'] as const;
-export const alertRulesSearch = z.object({
+export const alertRulesSearch = v.object({
   /** Filter rules by name or endpoint. */
   q: text(200),
   type: choice(['', ...RULE_TYPES], ''),
@@ -232,22 +265,26 @@ export const alertRulesSearch = z.object({
   sort: choice(ALERT_RULE_SORTS, 'name'),
   dir: sortDir,
 });
-export type AlertRulesSearch = z.output<typeof alertRulesSearch>;
+export type AlertRulesSearch = SearchOf<typeof alertRulesSearch>;
 
 // --- Alerts (/alerts) ---------------------------------------------------------------------------------------------
 export const ALERT_HISTORY_SORTS = ['fired', 'recovered', 'rule'] as const;
 /** The history is read newest first, this many at a time ("Show more" adds as many; the API stops at 1000). */
 export const ALERT_HISTORY_PAGE = 100;
-export const alertHistorySearch = z.object({
+export const alertHistorySearch = v.object({
   /** Filter by rule name or what happened. */
   q: text(200),
   state: choice(['', 'firing', 'recovered'], ''),
   sort: choice(ALERT_HISTORY_SORTS, 'fired'),
   dir: sortDir,
   /** How many of the newest alerts are loaded. */
-  limit: z.catch(
-    z.coerce.number().check(z.refine((n) => Number.isInteger(n) && n >= ALERT_HISTORY_PAGE && n <= 1000 && n % ALERT_HISTORY_PAGE === 0)),
+  limit: v.fallback(
+    v.pipe(
+      v.string(),
+      v.transform(Number),
+      v.check((n) => Number.isInteger(n) && n >= ALERT_HISTORY_PAGE && n <= 1000 && n % ALERT_HISTORY_PAGE === 0),
+    ),
     ALERT_HISTORY_PAGE,
   ),
 });
-export type AlertHistorySearch = z.output<typeof alertHistorySearch>;
+export type AlertHistorySearch = SearchOf<typeof alertHistorySearch>;

@@ -5,20 +5,19 @@
 // the only place it lives; the text boxes follow when the URL changes under them.
 import { useSearchParams } from 'next/navigation';
 import { useEffect, useRef, useState } from 'react';
-import type { z } from 'zod/mini';
 import { nextSort, type SortDirection, type SortState } from './table.tsx';
-import { parseSearch, writeSearch } from './urlState.ts';
+import { parseSearch, writeSearch, type SearchOf, type SearchSchema } from './urlState.ts';
 
-export interface UrlState<S extends z.ZodMiniObject> {
-  search: z.output<S>;
+export interface UrlState<S extends SearchSchema> {
+  search: SearchOf<S>;
   /**
    * Merges `next` into the state the address bar holds now (not the last render's: two quick changes both
    * land) and writes it: `push` for a discrete choice Back should undo, `replace` for keystrokes.
    */
-  update: (next: Partial<z.output<S>>, how?: 'push' | 'replace') => void;
+  update: (next: Partial<SearchOf<S>>, how?: 'push' | 'replace') => void;
 }
 
-export function useUrlState<S extends z.ZodMiniObject>(schema: S): UrlState<S> {
+export function useUrlState<S extends SearchSchema>(schema: S): UrlState<S> {
   const params = useSearchParams();
   const base = params.toString();
   // Back/Forward to an entry this page wrote itself: Next's router restores it, but its search params can keep the
@@ -39,7 +38,7 @@ export function useUrlState<S extends z.ZodMiniObject>(schema: S): UrlState<S> {
   // Once the router's params move on, the stand-in is spent (it must not come back if they return to `base`).
   if (popped !== null && popped.base !== base) setPopped(null);
   const search = parseSearch(schema, popped !== null && popped.base === base ? new URLSearchParams(popped.search) : params);
-  const update = (next: Partial<z.output<S>>, how: 'push' | 'replace' = 'push') =>
+  const update = (next: Partial<SearchOf<S>>, how: 'push' | 'replace' = 'push') =>
     writeSearch(schema, { ...parseSearch(schema, new URLSearchParams(window.location.search)), ...next }, how);
   return { search, update };
 }
