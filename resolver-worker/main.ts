@@ -36,7 +36,8 @@ async function main(): Promise<void> {
   // This instance's id: its lease below, and its stamps on the rows it writes (lib/store/counters.ts).
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   // Counter deltas are buffered briefly: it takes the counter round trip off the per-message path (docs/store.md).
-  const store = await createStore({ ...config.cosmos, counterFlushMs: 250, counterOwner: owner });
+  // `warn`: what the store has no caller to report to (a settle pass that could not recount) goes to this log too.
+  const store = await createStore({ ...config.cosmos, counterFlushMs: 250, counterOwner: owner, warn: (fields, message) => log.warn(fields, message) });
   // Announces this instance and watches the others: a killed instance's unflushed counter deltas are applied by a
   // survivor (./liveness.ts).
   // Its own client, so the lease is released after the store (and its counter buffer) is closed.

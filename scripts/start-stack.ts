@@ -233,6 +233,8 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
         database: config.database,
         counterFlushMs: 250,
         throttleRetries: 0,
+        // What the store has no caller to report to (a settle pass that could not recount): in the stack's log.
+        warn: (fields, message) => log('cosmos').warn(fields, message),
       });
     } catch (error) {
       throw new StartError(

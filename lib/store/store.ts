@@ -180,6 +180,12 @@ interface InDoubtWrite {
    * is settled, and a landed one's delta joins that window, the one on its row's stamp (CounterBuffer.pin).
    */
   ticket?: CounterTicket;
+  /**
+   * The version it replaced did not parse (`replaced` is then null): its bucket is unknown, so a landed one is
+   * counted as a new row and its endpoint is then recounted from its rows, as its own success would have done
+   * (#recountOverUnreadable, #recountAfterLanded).
+   */
+  overUnreadable?: boolean;
 }
 
 /** Writes of one row kept in doubt together at most (see InDoubtWrite.earlier; beyond it, a recount repairs). */
@@ -394,7 +400,19 @@ export interface StoreOptions extends CosmosConnection {
    * close(). Default 5000. No timer runs while nothing is in doubt.
    */
   settleIntervalMs?: number;
+  /**
+   * Where the store warns of what it has no caller to report to (pino's `warn(fields, message)` fits): a write in
+   * doubt over a row that did not parse, found landed (by the settle pass or a later write of its row), whose
+   * endpoint could not be recounted. Ids only, never a payload. Default: one JSON line on stderr.
+   */
+  warn?: StoreWarn;
 }
+
+/** The store's warning sink (StoreOptions.warn): the fields are ids, the message names the repair. */
+export type StoreWarn = (fields: Record<string, string | null>, message: string) => void;
+
+const stderrWarn: StoreWarn = (fields, message) =>
+  process.stderr.write(`${JSON.stringify({ level: 'warn', time: new Date().toISOString(), ...fields, msg: message })}\n`);
 
 /**
  * Fields listed in pages: everything but the payload (bodies can be large and may hold personal data) and the store's
@@ -502,6 +520,7 @@ export async function createStore(options: StoreOptions): Promise<MessageStore> 
       counterOwner: options.counterOwner ?? `store-${randomUUID()}`,
       rowCacheSize: options.rowCacheSize ?? 5000,
       settleIntervalMs: options.settleIntervalMs ?? 5000,
+      warn: options.warn ?? stderrWarn,
     });
   } catch (err) {
     if (options.client == null) client.dispose();
@@ -556,6 +575,7 @@ export class MessageStore {
   readonly #writerId: string;
   /** The number of this store's last row write (every attempt takes a new one): the `n` of its marks. */
   #writeNo = 0;
+  readonly #warn: StoreWarn;
   readonly database: Database;
 
   constructor(
@@ -569,6 +589,7 @@ export class MessageStore {
       counterOwner: string;
       rowCacheSize: number;
       settleIntervalMs?: number;
+      warn?: StoreWarn;
     },
   ) {
     this.#client = client;
@@ -581,6 +602,7 @@ export class MessageStore {
       options.counterFlushMs > 0 ? new CounterBuffer(containers.counters, options.counterFlushMs, options.counterOwner) : undefined;
     this.#settleIntervalMs = options.settleIntervalMs ?? 0;
     this.#writerId = options.counterOwner;
+    this.#warn = options.warn ?? stderrWarn;
   }
 
   /**
@@ -1236,13 +1258,16 @@ export class MessageStore {
           continue;
         }
         // No verdict: the write may have landed. Its counter delta waits for the next read of the row.
-        if (outcomeUnknown(err)) this.#remember(cacheKey, { endpointId: first.endpointId, replaced: existing, written: final, writeNo, unread: 0, ticket });
+        if (outcomeUnknown(err))
+          this.#remember(cacheKey, { endpointId: first.endpointId, replaced: existing, written: final, writeNo, unread: 0, ticket, overUnreadable: unreadable });
         rethrowCosmos(err, 'status row write');
       }
       // A write of this row remembered in doubt while this one was in flight (after its read) is settled now: the
-      // row was `existing` until this write replaced it, so that write landed if it built `existing`.
+      // row was `existing` until this write replaced it, so that write landed if it built `existing`. A recount it
+      // needs (it replaced a row that did not parse) waits for this write's own delta: the row counted now is this one.
       const late = this.#inDoubt.get(cacheKey);
-      if (late && !(await this.#settleDoubt(cacheKey, late, final, existing, writeNo))) landedUncounted = true;
+      const lateLanded = late ? this.#takeDoubt(cacheKey, late, final, existing, writeNo) : [];
+      if (!(await this.#countLanded(lateLanded, 'caller-recounts'))) landedUncounted = true;
       let counters: 'updated' | 'unchanged' | 'queued' | 'failed' | 'recounted' = previous === next ? 'unchanged' : 'updated';
       if (ticket) {
         this.#counterBuffer!.add(ticket, first.endpointId, previous, next);
@@ -1260,6 +1285,7 @@ export class MessageStore {
       // hold it. The endpoint is recounted from its rows now, after this write's delta is applied or buffered (with
       // its stamp on the row), so the counts come out right; the caller is told a recount is due only if that fails.
       if (unreadable) counters = (await this.#recountOverUnreadable(first.endpointId)) ? 'recounted' : 'failed';
+      await this.#recountAfterLanded(lateLanded);
       if (landedUncounted) counters = 'failed';
       // Failure-group aggregates move with the row, from the version replaced to the one written (never throws).
       await applyGroupTransition(this.database, existing, final);
@@ -1473,10 +1499,12 @@ export class MessageStore {
   /**
    * Writes in doubt that did land: their counter deltas and failure-group moves, as their own success would have
    * applied them (the redelivered copy that finds the row already written moves nothing itself) - netted, one
-   * counter patch per endpoint and one patch per group document for the lot. False when a counter patch failed
-   * (immediate counters): the caller reports it for a recount.
+   * counter patch per endpoint and one patch per group document for the lot - and, for one that replaced a row that
+   * did not parse, its endpoint's recount (#recountAfterLanded), unless `recount` leaves that to the caller (a write
+   * that settles it after landing itself recounts once its own delta is applied too). False when a counter patch
+   * failed (immediate counters): the caller reports it for a recount.
    */
-  async #countLanded(doubts: readonly InDoubtWrite[]): Promise<boolean> {
+  async #countLanded(doubts: readonly InDoubtWrite[], recount: 'now' | 'caller-recounts' = 'now'): Promise<boolean> {
     if (doubts.length === 0) return true;
     const deltas = new Map<string, Map<CounterBucket, number>>();
     for (const doubt of doubts) {
@@ -1492,7 +1520,32 @@ export class MessageStore {
       this.database,
       doubts.map((d) => ({ before: d.replaced, after: d.written })),
     );
+    if (recount === 'now') await this.#recountAfterLanded(doubts);
     return failed.size === 0;
+  }
+
+  /**
+   * After landed writes in doubt are counted: those that replaced a row that did not parse counted their new bucket
+   * only (the old one is unknown and may still be counted), so their endpoints are recounted from the rows, as the
+   * write's own success does it (#recountOverUnreadable: shared per endpoint, bounded). When an endpoint cannot be
+   * recounted (its counters document does not parse, the attempts failed), the write that would have answered
+   * `counters: 'failed'` is gone (its reply was lost), and whoever settled it may have no caller at all (the settle
+   * pass) or a refused one: the store says it itself, once per such write, as the Resolver says `counters: 'failed'`
+   * (ids only, never the payload). Never rejects.
+   */
+  async #recountAfterLanded(doubts: readonly InDoubtWrite[]): Promise<void> {
+    const byEndpoint = new Map<string, InDoubtWrite[]>();
+    for (const d of doubts) if (d.overUnreadable) byEndpoint.set(d.endpointId, [...(byEndpoint.get(d.endpointId) ?? []), d]);
+    await Promise.all(
+      [...byEndpoint].map(async ([endpointId, ds]) => {
+        if (await this.#recountOverUnreadable(endpointId)) return;
+        for (const { written: w } of ds)
+          this.#warn(
+            { endpointId, eventId: w.eventId, sessionId: w.sessionId, messageId: w.lastMessageId, messageType: w.messageType },
+            `store: ${endpointId}'s counters may be off after ${w.messageType} ${w.lastMessageId} (its reply was lost, it landed over a row that did not parse, and the endpoint could not be recounted): run npm run recount -- ${endpointId}`,
+          );
+      }),
+    );
   }
 
   /**
@@ -1596,8 +1649,9 @@ export class MessageStore {
         if (outcomeUnknown(err)) this.#remember(cacheKey, { endpointId: previous.endpointId, replaced: current, written: row, writeNo, unread: 0, ticket });
         rethrowCosmos(err, 'status row restore');
       }
-      const late = this.#inDoubt.get(cacheKey); // as in #writeStatusChainAttempts
-      if (late && !(await this.#settleDoubt(cacheKey, late, row, current, writeNo))) landedUncounted = true;
+      const late = this.#inDoubt.get(cacheKey); // as in #writeStatusChainAttempts, its recount after this delta
+      const lateLanded = late ? this.#takeDoubt(cacheKey, late, row, current, writeNo) : [];
+      if (!(await this.#countLanded(lateLanded, 'caller-recounts'))) landedUncounted = true;
       let counters: 'updated' | 'unchanged' | 'queued' | 'failed' = from === to ? 'unchanged' : 'updated';
       if (ticket) {
         this.#counterBuffer!.add(ticket, previous.endpointId, from, to);
@@ -1609,6 +1663,7 @@ export class MessageStore {
           counters = 'failed'; // the row is written; the recount repairs the counters (as in #writeStatusChain)
         }
       }
+      await this.#recountAfterLanded(lateLanded);
       if (landedUncounted) counters = 'failed';
       await applyGroupTransition(this.database, current, row); // as in #writeStatusChain
       return { outcome: 'written', created: false, previousStatus: current.status, previousMessageId: current.lastMessageId, previousMessageIds: appliedMessageIdsOf(current), previousConditional: current.conditional, row, counters };
