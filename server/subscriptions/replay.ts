@@ -7,7 +7,8 @@
 // later replay completes a `sent` dead letter without sending again, and leaves a `sending` one (the process
 // died during its send: the copy may be out) in the queue as *uncertain* until an operator decides, audited,
 // to resend it or to remove it as delivered. A `done` record is about a dead letter already removed: one in the
-// queue under its key is replayed as one with no record (claimed over it), never removed unsent. Topics have no duplicate detection to fall back on (the
+// queue under its key is replayed as one with no record (claimed over it), never removed unsent; so is one enqueued
+// after a `sent` record's claim (its `done` write failed: replayJournal.ts isAboutAnother). Topics have no duplicate detection to fall back on (the
 // Resolver's throttle path legitimately re-sends a MessageId), so the journal is the only guard.
 // A long replay writes its progress to an operation record as it goes, and is audited when it ends.
 import { auditorFields } from '../manager/commands.ts';
@@ -21,7 +22,7 @@ import { log } from '../log.ts';
 import { deadLetterReceiver, replayCopy, sequenceNumber, viewOf, type DeadLetterView } from './deadLetters.ts';
 import type { ReplayWarning } from './deadLetterEvent.ts';
 import { ruleFilterSql } from './overview.ts';
-import { recordIdOf, verdictOf, type DeadLetterKey, type JournalEntry, type JournalRecord, type ReplayJournal, type UncertainDecision } from './replayJournal.ts';
+import { recordIdOf, type DeadLetterKey, type JournalEntry, type JournalRecord, type ReplayJournal, type UncertainDecision } from './replayJournal.ts';
 import { subscriptionMatches, type Match } from './ruleMatch.ts';
 import { sendCertainlyRefused } from './sendOutcome.ts';
 import { extractTraceContext, withSendSpan } from '@nimbus/sdk';
@@ -63,9 +64,9 @@ export function selects(sel: ReplaySelection, v: Pick<DeadLetterView, 'sequenceN
 }
 
 /** A dead letter whose replay is futile or harmful, as the preview and a refused replay name it. */
-export type WarnedDeadLetter = Pick<DeadLetterView, 'sequenceNumber' | 'messageId' | 'reason' | 'event'> & { warning: ReplayWarning };
+export type WarnedDeadLetter = Pick<DeadLetterView, 'sequenceNumber' | 'messageId' | 'reason' | 'event' | 'enqueuedAt'> & { warning: ReplayWarning };
 
-const warnedOf = (v: DeadLetterView, warning: ReplayWarning): WarnedDeadLetter => ({ sequenceNumber: v.sequenceNumber, messageId: v.messageId, reason: v.reason, event: v.event, warning });
+const warnedOf = (v: DeadLetterView, warning: ReplayWarning): WarnedDeadLetter => ({ sequenceNumber: v.sequenceNumber, messageId: v.messageId, reason: v.reason, event: v.event, enqueuedAt: v.enqueuedAt, warning });
 
 /** Why a dead letter is uncertain: the claim left in `sending`, and what became of the operation that made it. */
 export interface UncertainEvidence {
@@ -189,7 +190,8 @@ export async function previewReplay(
   docs?: PlatformDocs,
 ): Promise<ReplayPreview> {
   const max = Math.min(sel.max ?? MAX_REPLAY, MAX_REPLAY);
-  // Without `done` records, as the run judges them: a dead letter beside one is replayed as one with no record.
+  // Without `done` records, as the run judges them: a dead letter beside one is replayed as one with no record. So is
+  // one beside a `sent` record older than it (journal.verdictOf, replayOne).
   const [rules, open] = await Promise.all([topicRules(admin, topic), journal.openRecords(topic, subscription)]);
   const receiver = deadLetterReceiver(client, topic, subscription);
   const reach = new Map<string, { yes: number; unknown: number }>();
@@ -218,7 +220,7 @@ export async function previewReplay(
         count++;
         if (v.permanentFailure) permanentFailures++;
         const record = open.get(recordIdOf(v));
-        const verdict = verdictOf(record);
+        const verdict = journal.verdictOf(record, v.enqueuedAt);
         // As runReplay decides: a warned one whose copy is out is only removed, so the warning (about a send) does not hold.
         const warning = verdict === 'alreadySent' ? null : v.replayWarning;
         if (warning) {
@@ -542,7 +544,7 @@ async function runReplay(
   };
 
   /** Removes a dead letter whose copy is out; the journal then says `done`. */
-  const completeSent = async (m: ServiceBusReceivedMessage, entry: JournalEntry | null) => {
+  const completeSent = async (m: ServiceBusReceivedMessage, v: DeadLetterView, entry: JournalEntry | null) => {
     try {
       await receiver.completeMessage(m);
     } catch {
@@ -550,7 +552,13 @@ async function runReplay(
       op.notCompleted++;
       return;
     }
-    if (entry) await journal.transition(entry, { state: 'done', doneAt: now() }).catch(() => null);
+    if (!entry) return;
+    // Retried like the other journal writes: a record left `sent` would be taken for any later dead letter under its
+    // key (a recreated entity reusing it) enqueued within CLOCK_SKEW_MS of its claim, and that one removed unsent.
+    // Before, one failure was ignored. Nothing is undone when it still fails: the copy is out and the dead letter gone.
+    await persist(() => journal.transition(entry, { state: 'done', doneAt: now() })).catch((err: unknown) => {
+      log.warn({ operationId: op.id, sequenceNumber: v.sequenceNumber, err: errorText(err, 'write failed') }, 'replay journal: done not recorded');
+    });
   };
 
   /** Sends the copy under a claim this operation holds (`sending`), then records `sent` and completes. */
@@ -582,7 +590,7 @@ async function runReplay(
       // The copy is out; completing the dead letter is still right (once it is gone nothing can resend it).
       log.warn({ operationId: op.id, sequenceNumber: v.sequenceNumber, err: errorText(err, 'write failed') }, 'replay journal: sent not recorded');
     }
-    await completeSent(m, sent);
+    await completeSent(m, v, sent);
     op.replayed++;
     if (op.messageIds.length < 200 && v.messageId) op.messageIds.push(v.messageId);
     return 'sent';
@@ -620,7 +628,7 @@ async function runReplay(
       await sendClaimed(m, v, taken);
       return;
     }
-    await completeSent(m, taken);
+    await completeSent(m, v, taken);
   };
 
   /**
@@ -630,8 +638,9 @@ async function runReplay(
    * holds back neither; before, a filter replay checked the warning first and skipped an already-sent one, left in
    * the queue. False leaves it to be skipped: it has no record (replayOne would claim and send it), or only a `done`
    * one - written after its dead letter's completion, so about another dead letter under the same key (a recreated
-   * entity); before, it was removed unsent while the preview said skipped - it is uncertain without that decision,
-   * or the journal did not answer.
+   * entity); before, it was removed unsent while the preview said skipped - or a `sent` one claimed before this dead
+   * letter was enqueued (isAboutAnother: about an earlier one whose `done` write failed), it is uncertain without that
+   * decision, or the journal did not answer.
    */
   const settleWarned = async (m: ServiceBusReceivedMessage, v: DeadLetterView): Promise<boolean> => {
     let entry: JournalEntry | null;
@@ -641,10 +650,11 @@ async function runReplay(
       op.error = `replay journal unavailable, a warned dead letter left in the queue: ${errorText(err, 'store error')}`;
       return false;
     }
-    if (!entry || entry.record.state === 'done') return false;
+    // `done`, or `sent` but older than this dead letter (its `done` write failed): about another dead letter.
+    if (!entry || journal.isAboutAnother(entry.record, v.enqueuedAt)) return false;
     if (entry.record.state === 'sent') {
       op.alreadySent++;
-      await completeSent(m, entry);
+      await completeSent(m, v, entry);
       return true;
     }
     if (decision !== 'markDelivered') return false;
@@ -661,9 +671,11 @@ async function runReplay(
       // `done` is written only after its dead letter was completed: this one, in the queue under the same key, is
       // another (a recreated entity reusing the sequence number and the MessageId) and was never replayed. Claimed
       // over it as if there were no record; before, it was removed without a copy - lost - while the preview
-      // (openRecords leaves `done` out) counted it as sent now.
-      if (entry?.record.state === 'done') {
-        claim = await journal.reclaimDone(entry, { operationId: op.id, auditor, auditorId });
+      // (openRecords leaves `done` out) counted it as sent now. Likewise a `sent` record claimed before this dead
+      // letter was enqueued: its `done` write failed, and it is about an earlier dead letter (isAboutAnother).
+      if (entry && journal.isAboutAnother(entry.record, v.enqueuedAt)) {
+        // Null: changed since our read (a record deleted since is claimed fresh); judge what is there now.
+        claim = await journal.reclaim(entry, { operationId: op.id, auditor, auditorId });
         if (!claim) entry = await journal.get(key);
       } else if (!entry) {
         claim = await journal.claim(key, { operationId: op.id, auditor, auditorId });
@@ -683,15 +695,15 @@ async function runReplay(
       if (r === 'sent') await eventAudit(v, 'ReplayDeadLetter', `dead letter replayed from ${topic}/${subscription}`);
       return r === 'sent' ? 'ok' : 'failed';
     }
-    if (!entry || entry.record.state === 'done') {
-      // Gone, or a `done` record someone else wrote since our read: judged anew by the next pass.
+    if (!entry || journal.isAboutAnother(entry.record, v.enqueuedAt)) {
+      // Gone, or a record about another dead letter someone else wrote since our read: judged anew by the next pass.
       held.push(m);
       return 'ok';
     }
     if (entry.record.state === 'sent') {
       // The copy is out; remove it, send nothing.
       op.alreadySent++;
-      await completeSent(m, entry);
+      await completeSent(m, v, entry);
       return 'ok';
     }
     if (decision) {

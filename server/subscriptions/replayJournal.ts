@@ -6,6 +6,12 @@
 // letter is gone (written only after the completion), so a dead letter in the queue under the same key is another
 // one (a recreated entity reusing the sequence number and the MessageId): judged as one with no record.
 //
+// A `sent` record can outlive its dead letter too: the `done` write after the completion may fail (retried, then
+// given up: the copy is out and the dead letter gone, nothing is undone for a record). A dead letter under its key
+// that was enqueued after the record's claim cannot be the one claimed - that one was in the queue when the claim was
+// written - so it is judged as one with no record as well (isAboutAnother), never removed unsent. The times come from
+// two clocks, the broker's (enqueuedTimeUtc) and the console's (claimedAt), hence a margin (CLOCK_SKEW_MS).
+//
 // Every transition is conditional: the first claim is a create (fails if any record exists), the rest a
 // replace If-Match the etag this process read. Two consoles replaying the same dead letter (possible once a
 // slow holder's lock has expired) therefore never both send it.
@@ -84,19 +90,66 @@ export function recordIdOf(k: Pick<DeadLetterKey, 'sequenceNumber' | 'messageId'
 /** What a replay read about one dead letter, for the preview and the page. */
 export type JournalVerdict = 'none' | 'alreadySent' | 'uncertain';
 
-export function verdictOf(record: JournalRecord | null | undefined): JournalVerdict {
-  // `done`: about a dead letter already removed, not the one in the queue under its key (the header above).
-  if (!record || record.state === 'done') return 'none';
+/**
+ * How far the console's clock may lag the broker's before a dead letter that was in the queue at a claim looks
+ * enqueued after it. Service Bus stamps enqueuedTimeUtc when it accepts a message, and a dead letter keeps it (the
+ * emulator does, emulator/broker/delivery.ts deadLetter; were it the moment of dead-lettering instead, that too is
+ * before any claim on it). A console clock behind the broker's by more than this could make a `sent` record's own
+ * dead letter - still in the queue because its completion failed - look like another one, and send it twice; a clock
+ * ahead only narrows the check (a reuse within the margin is judged as before: by the record). Servers and Azure
+ * are NTP-synchronised to well under a second; five minutes is the lag Kerberos and most token checks tolerate. A
+ * recreated entity's dead letter comes later than that in practice: the entity is deleted after the old dead letter
+ * was completed, then recreated, then a message sent and dead-lettered. The retried `done` write (replay.ts
+ * completeSent) covers a reuse quicker than the margin.
+ */
+export const CLOCK_SKEW_MS = 5 * 60_000;
+
+/**
+ * True when `record` cannot be about the dead letter in the queue under its key, enqueued at `enqueuedAt`: a `done`
+ * record (its dead letter was completed before it was written), or a `sent` one whose claim is older than the dead
+ * letter by more than `clockSkewMs` (the claimed one was in the queue when the claim was written). A `sending` record
+ * is never set aside this way: the uncertain stay for an operator's decision. An unknown enqueue time sets nothing aside.
+ */
+export function isAboutAnother(record: JournalRecord, enqueuedAt: Date | string | null | undefined, clockSkewMs = CLOCK_SKEW_MS): boolean {
+  if (record.state === 'done') return true;
+  if (record.state !== 'sent' || enqueuedAt === null || enqueuedAt === undefined) return false;
+  const enqueued = typeof enqueuedAt === 'string' ? Date.parse(enqueuedAt) : enqueuedAt.getTime();
+  const claimed = Date.parse(record.claimedAt);
+  if (Number.isNaN(enqueued) || Number.isNaN(claimed)) return false;
+  return enqueued > claimed + clockSkewMs;
+}
+
+/** The verdict on the dead letter enqueued at `enqueuedAt`, given the record under its key (isAboutAnother). */
+export function verdictOf(record: JournalRecord | null | undefined, enqueuedAt?: Date | string | null, clockSkewMs = CLOCK_SKEW_MS): JournalVerdict {
+  // `done`, or a `sent` record older than the dead letter: about another dead letter (the header above).
+  if (!record || isAboutAnother(record, enqueuedAt, clockSkewMs)) return 'none';
   return record.state === 'sending' ? 'uncertain' : 'alreadySent';
+}
+
+export interface ReplayJournalOptions {
+  /** The margin for clock skew between the broker and the console (default CLOCK_SKEW_MS; tests set it lower). */
+  clockSkewMs?: number;
 }
 
 export class ReplayJournal {
   readonly #database: Database;
   readonly #slot: ContainerSlot = {};
+  readonly clockSkewMs: number;
 
   /** Uses the store's database (and so its client and its throttle settings); nothing of its own to close. */
-  constructor(database: Database) {
+  constructor(database: Database, options: ReplayJournalOptions = {}) {
     this.#database = database;
+    this.clockSkewMs = options.clockSkewMs ?? CLOCK_SKEW_MS;
+  }
+
+  /** isAboutAnother with this journal's margin. */
+  isAboutAnother(record: JournalRecord, enqueuedAt: Date | string | null | undefined): boolean {
+    return isAboutAnother(record, enqueuedAt, this.clockSkewMs);
+  }
+
+  /** verdictOf with this journal's margin. */
+  verdictOf(record: JournalRecord | null | undefined, enqueuedAt: Date | string | null | undefined): JournalVerdict {
+    return verdictOf(record, enqueuedAt, this.clockSkewMs);
   }
 
   #c(): Promise<Container> {
@@ -167,13 +220,25 @@ export class ReplayJournal {
   }
 
   /**
-   * A claim over a `done` record (the header above: its dead letter is gone, the one in the queue under its key is
-   * another): replaces it with a fresh `sending` record, If-Match the etag read. Null when it changed since.
+   * A claim over a record about another dead letter (`done`, or `sent` and older than the dead letter: isAboutAnother)
+   * for the one in the queue under its key: replaces it with a fresh `sending` record, If-Match the etag read. Null
+   * when it changed since. When it is gone since (deleted - retention pruning), the dead letter has no record: claimed
+   * fresh, as `claim` does (null only if someone else claimed it first); before, the 404 read as a lost race and the
+   * dead letter was held, unsent, although the preview counted it to send.
    */
-  async reclaimDone(entry: JournalEntry, by: { operationId: string; auditor: string; auditorId?: string | undefined }): Promise<JournalEntry | null> {
-    if (entry.record.state !== 'done') throw new Error(`replay journal: only a done record is claimed again, not ${entry.record.state}`);
-    const { id: _id, scope: _scope, ...claim } = this.#claimed(entry.record, by);
-    return this.transition(entry, claim);
+  async reclaim(entry: JournalEntry, by: { operationId: string; auditor: string; auditorId?: string | undefined }): Promise<JournalEntry | null> {
+    if (entry.record.state === 'sending') throw new Error('replay journal: a sending record is never claimed over (uncertain until an operator decides)');
+    const c = await this.#c();
+    const record = this.#claimed(entry.record, by);
+    try {
+      const r = await c.item(record.id, record.scope).replace(record, { accessCondition: { type: 'IfMatch', condition: entry.etag } });
+      return { record, etag: r.etag ?? '' };
+    } catch (err) {
+      const code = cosmosStatus(err);
+      if (code === 412) return null;
+      if (code !== 404) rethrowCosmos(err, 'replay journal write');
+    }
+    return this.claim(entry.record, by);
   }
 
   #claimed(k: DeadLetterKey, by: { operationId: string; auditor: string; auditorId?: string | undefined }): JournalRecord {

@@ -30,7 +30,7 @@ import {
   type UncertainEvidence,
   type WarnedDeadLetter,
 } from './replay.ts';
-import { ReplayJournal, verdictOf, type JournalRecord, type JournalVerdict } from './replayJournal.ts';
+import { ReplayJournal, type JournalRecord, type JournalVerdict } from './replayJournal.ts';
 
 const entityName = z.string().min(1).max(260).regex(/^[A-Za-z0-9._\-$]+$/, 'entity names are letters, digits, ".", "_", "-" and "$"');
 export const subscriptionParams = z.object({ topic: entityName, subscription: entityName });
@@ -141,7 +141,7 @@ export async function deadLetters(
       const r = e.record;
       return {
         ...v,
-        replay: { verdict: verdictOf(r), state: r.state, operationId: r.operationId, auditor: r.auditor, claimedAt: r.claimedAt, sentAt: r.sentAt, evidence: evidence.get(v.sequenceNumber) ?? null },
+        replay: { verdict: journal.verdictOf(r, v.enqueuedAt), state: r.state, operationId: r.operationId, auditor: r.auditor, claimedAt: r.claimedAt, sentAt: r.sentAt, evidence: evidence.get(v.sequenceNumber) ?? null },
       };
     }),
   };
@@ -223,15 +223,18 @@ async function refuseWarned(ctx: ConsoleContext, p: z.output<typeof subscription
  * The warned dead letters the request would send, so their warning (a send refused again) stands: not those whose copy
  * the journal records as sent (`sent`: a replay only removes them, as the preview counts them), and under a
  * `markDelivered` decision not those it holds `sending` (removing an uncertain one as delivered sends nothing - the
- * console's "Remove as delivered" was refused with a 409 on it before). One with no claim, or only a `done` record
- * (about a dead letter already removed: replay.ts replayOne), is replayed as usual (claimed and sent), so its warning
- * stands; the run checks the journal again (runReplay settleWarned).
+ * console's "Remove as delivered" was refused with a 409 on it before). One with no claim, or only a record about
+ * another dead letter (`done`, or `sent` and claimed before this one was enqueued: replayJournal.ts isAboutAnother,
+ * replay.ts replayOne), is replayed as usual (claimed and sent), so its warning stands; the run checks the journal
+ * again (runReplay settleWarned).
  */
 async function wouldSend(ctx: ConsoleContext, p: z.output<typeof subscriptionParams>, warned: WarnedDeadLetter[], markDelivered: boolean): Promise<WarnedDeadLetter[]> {
-  const found = await journalOf(ctx).getMany(warned.map((w) => ({ topic: p.topic, subscription: p.subscription, sequenceNumber: w.sequenceNumber, messageId: w.messageId })));
+  const journal = journalOf(ctx);
+  const found = await journal.getMany(warned.map((w) => ({ topic: p.topic, subscription: p.subscription, sequenceNumber: w.sequenceNumber, messageId: w.messageId })));
   return warned.filter((w) => {
-    const state = found.get(w.sequenceNumber)?.record.state;
-    return state === undefined || state === 'done' || (state === 'sending' && !markDelivered);
+    const record = found.get(w.sequenceNumber)?.record;
+    if (!record || journal.isAboutAnother(record, w.enqueuedAt)) return true;
+    return record.state === 'sending' && !markDelivered;
   });
 }
 
