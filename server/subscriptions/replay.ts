@@ -561,6 +561,13 @@ async function runReplay(
     });
   };
 
+  /** This operation's claim as the journal holds it now (`sending` or `sent`, with its etag); null if not ours or unread. */
+  const ownRecord = async (claim: JournalEntry): Promise<JournalEntry | null> => {
+    const { topic: t, subscription: s, sequenceNumber, messageId } = claim.record;
+    const now = await journal.get({ topic: t, subscription: s, sequenceNumber, messageId }).catch(() => null);
+    return now && now.record.operationId === op.id && now.record.claimedAt === claim.record.claimedAt && now.record.state !== 'done' ? now : null;
+  };
+
   /** Sends the copy under a claim this operation holds (`sending`), then records `sent` and completes. */
   const sendClaimed = async (m: ServiceBusReceivedMessage, v: DeadLetterView, claim: JournalEntry): Promise<'sent' | 'refused' | 'uncertain'> => {
     deps.crashPoints?.afterClaim?.(v.sequenceNumber);
@@ -590,6 +597,11 @@ async function runReplay(
       // The copy is out; completing the dead letter is still right (once it is gone nothing can resend it).
       log.warn({ operationId: op.id, sequenceNumber: v.sequenceNumber, err: errorText(err, 'write failed') }, 'replay journal: sent not recorded');
     }
+    // No entry back: the write failed, or it landed and its reply was lost (the retry, If-Match the claim's etag, then
+    // answers 412 - null). Our own record, read again, is what `done` is written over after the completion; before,
+    // no `done` was written at all, and the record left `sent` was taken for a recreated entity's dead letter under
+    // its key within CLOCK_SKEW_MS, removed unsent (review rv44-a, sentInDoubt.test.ts).
+    sent ??= await ownRecord(claim);
     await completeSent(m, v, sent);
     op.replayed++;
     if (op.messageIds.length < 200 && v.messageId) op.messageIds.push(v.messageId);
