@@ -209,14 +209,22 @@ export class ResolverProcessor {
 
   /**
    * Until access is back: a write and a read of a probe record of its own in the store (a key may allow reads and
-   * not writes; the Resolver needs both), every `accessProbeMs`. Its own record, so it races nobody's.
+   * not writes; the Resolver needs both), every `accessProbeMs`. Its own record, so it races nobody's. Then a create
+   * and a read in each container an outcome's record writes (store.probeOutcomeAccess): a data-plane role scoped to
+   * some containers can refuse `history` while `platform` answers, and a probe of `platform` alone resumed receiving
+   * into the same refusal, a delivery spent by the message each time, until the broker dead-lettered it
+   * (MaxDeliveryCountExceeded), which is what halting is there to prevent.
    */
   async #probeAccess(): Promise<void> {
     const every = this.#o.accessProbeMs ?? 30_000;
     while (this.#halted && (await sleep(every, this.#stop.signal))) {
       try {
         // A probe the store does not answer must not keep stop() waiting (stop() awaits this loop).
-        if ((await untilStopped(this.#probeStore(), this.#stop.signal)) === STOPPED) return;
+        const probe = async () => {
+          await this.#probeStore();
+          await this.#o.context.store.probeOutcomeAccess();
+        };
+        if ((await untilStopped(probe(), this.#stop.signal)) === STOPPED) return;
       } catch (err) {
         const code = (err as { code?: unknown }).code;
         if (code === 401 || code === 403) continue;

@@ -85,6 +85,18 @@ function idText(value: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * An instant (epoch ms) as the store keeps instants: ISO-8601 with a four-digit year, or undefined when it is not
+ * finite or its year is outside 0000-9999. toISOString() writes such a year in the expanded form (`+010000-…`,
+ * `-000001-…`), which the store's schema refuses, so the whole outcome was refused with it (an InvalidMessage dead
+ * letter for one malformed property).
+ */
+export function isoInstant(t: number): string | undefined {
+  if (!Number.isFinite(t)) return undefined;
+  const iso = new Date(t).toISOString();
+  return iso.startsWith('+') || iso.startsWith('-') ? undefined : iso;
+}
+
 /** An instant as replacementOf writes it (`toISOString()`); an offset is accepted and normalised to UTC. */
 const instantSchema = z.iso.datetime({ offset: true });
 
@@ -191,8 +203,9 @@ export function readResolverMessage(
     const raw = props[name];
     if (raw == null || raw === '') return undefined;
     const t = raw instanceof Date ? raw.getTime() : typeof raw === 'string' ? Date.parse(raw) : Number.NaN;
-    if (Number.isFinite(t)) return new Date(t).toISOString();
-    problems.push(`${name} is not a date-time`);
+    const iso = isoInstant(t);
+    if (iso !== undefined) return iso;
+    problems.push(Number.isFinite(t) ? `${name} is outside the years 0000-9999` : `${name} is not a date-time`);
     return undefined;
   };
 
@@ -204,7 +217,13 @@ export function readResolverMessage(
   for (const [key, value] of Object.entries(props)) {
     if (typeof value === 'string') properties[key] = value.length > MAX_PROPERTY_CHARS ? `${value.slice(0, MAX_PROPERTY_CHARS)}…` : value;
     else if (typeof value === 'number' || typeof value === 'boolean' || value === null) properties[key] = value;
-    else if (value instanceof Date) properties[key] = value.toISOString();
+    else if (value instanceof Date) {
+      // An AMQP timestamp outside JS Date's range decodes to an Invalid Date, whose toISOString() throws (a Java
+      // sender's "never", new Date(Long.MAX_VALUE)): that threw out of the whole read, before any settlement.
+      const iso = Number.isFinite(value.getTime()) ? value.toISOString() : undefined;
+      if (iso !== undefined) properties[key] = iso;
+      else problems.push(`${key} is not a date-time`);
+    }
   }
 
   const throttle = count(Prop.ThrottleRetryCount);

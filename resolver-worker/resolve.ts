@@ -207,7 +207,24 @@ function classifyMessage(
 }
 
 export function resolveMessage(raw: ServiceBusReceivedMessage, ctx: ResolveContext): Promise<Settlement> {
-  return resolveRead(readResolverMessage(raw, ctx.now, ctx.budget), ctx);
+  const read = readSafely(raw, ctx);
+  return 'settlement' in read ? Promise.resolve(read.settlement) : resolveRead(read.m, ctx);
+}
+
+/**
+ * Reads a message, or when the read itself throws (a bug: reading is lenient and names bad values as problems), the
+ * dead letter that says so, for this message alone. A throw here used to escape resolveMessage and the
+ * BatchResolution constructor, outside every try: the session's whole receive was released unsettled, again on each
+ * delivery, until the broker dead-lettered every message of it (MaxDeliveryCountExceeded), the good ones included.
+ */
+function readSafely(raw: ServiceBusReceivedMessage, ctx: ResolveContext): { m: ResolverMessage } | { settlement: Settlement } {
+  try {
+    return { m: readResolverMessage(raw, ctx.now, ctx.budget) };
+  } catch (err) {
+    const where = { messageId: String(raw.messageId), sessionId: raw.sessionId };
+    ctx.log.error({ ...where, err: errorText(err) }, 'Resolver: the message could not be read; dead-lettering');
+    return { settlement: deadLetter(DeadLetterReason.ResolverFailure, `the message could not be read: ${errorText(err)}`) };
+  }
 }
 
 /** resolveMessage for a message already read. */
@@ -247,6 +264,8 @@ export class BatchResolution {
   readonly #ctx: ResolveContext;
   /** Each message as read (once). */
   readonly #read = new Map<ServiceBusReceivedMessage, ResolverMessage>();
+  /** Messages whose read threw (readSafely): their dead letter, handed out in their turn. */
+  readonly #unreadable = new Map<ServiceBusReceivedMessage, Settlement>();
   /** Row key and reading of each message that can join a group (the others are resolved alone). */
   readonly #rowOf = new Map<ServiceBusReceivedMessage, { key: string; recordable: Recordable }>();
   readonly #groups = new Map<string, ServiceBusReceivedMessage[]>();
@@ -262,7 +281,12 @@ export class BatchResolution {
     // Rows that a history-only message earlier in the batch touches: their later messages are resolved in turn.
     const barred = new Set<string>();
     for (const raw of messages) {
-      const m = readResolverMessage(raw, ctx.now, ctx.budget);
+      const read = readSafely(raw, ctx);
+      if ('settlement' in read) {
+        this.#unreadable.set(raw, read.settlement);
+        continue;
+      }
+      const m = read.m;
       this.#read.set(raw, m);
       const c = classifyMessage(m);
       if (c.kind !== 'outcome') continue;
@@ -298,6 +322,8 @@ export class BatchResolution {
   /** Resolves `raw`, in the batch's order. */
   async resolve(raw: ServiceBusReceivedMessage): Promise<Settlement> {
     this.#taken.add(raw);
+    const unreadable = this.#unreadable.get(raw);
+    if (unreadable !== undefined) return unreadable;
     const key = this.#rowOf.get(raw)?.key;
     const write = key === undefined ? undefined : this.#writes.get(key);
     const alone = () => resolveRead(this.#read.get(raw)!, this.#ctx);

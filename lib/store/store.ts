@@ -110,6 +110,12 @@ export const CONTAINERS = {
   platform: 'platform',
 } as const;
 
+/**
+ * The id and partition key of the access probe's documents (probeOutcomeAccess): "~" is in no endpoint id
+ * (endpointIdSchema) and in no document id the store derives (docId escapes as ~XX, upper-case hex).
+ */
+export const ACCESS_PROBE_KEY = '~nimbus-access-probe';
+
 /** Operations in one Cosmos bulk request (the service's limit). */
 const BULK_MAX = 100;
 
@@ -2637,6 +2643,40 @@ export class MessageStore {
     if (!parsed.success)
       throw new CorruptDocumentError(CONTAINERS.platform, id, describeIssues(parsed.error));
     return parsed.data;
+  }
+
+  /**
+   * Proves that this identity may still create and read documents in the containers an outcome's record writes
+   * beside `platform` (status rows, history, heartbeats): a create of one probe document per container (201 the
+   * first time, 409 after: both mean the create was allowed, since Cosmos checks access before it looks for a
+   * conflict) and a point read of it. The Resolver runs it while receiving is halted on a denial (docs/resolver.md,
+   * "Store access denied"): a data-plane role scoped to some containers refuses the message path in one of them
+   * while `platform` answers, and a probe of `platform` alone resumed receiving into the same refusal, a delivery
+   * spent each time, until the broker dead-lettered the messages. Throws the first failure (a 401/403 as Cosmos
+   * gave it). The documents are never removed (the message path needs no delete permission, so the probe must not
+   * either): one per container, under ACCESS_PROBE_KEY, which no endpoint id can be; they carry no status, counted
+   * mark or searchable field, so no console query shows them (every cross-partition query filters on one of those,
+   * the others name their partition).
+   */
+  async probeOutcomeAccess(): Promise<void> {
+    const k = ACCESS_PROBE_KEY;
+    const probes: Array<{ container: Container; doc: Record<string, string>; pk: string | string[] }> = [
+      { container: this.#c.events, doc: { id: k, endpointId: k, eventId: k }, pk: [k, k] },
+      { container: this.#c.history, doc: { id: k, eventId: k }, pk: k },
+      { container: this.#c.heartbeats, doc: { id: k, endpointId: k }, pk: k },
+    ];
+    for (const { container, doc, pk } of probes) {
+      try {
+        await container.items.create({ ...doc, accessProbe: true });
+      } catch (err) {
+        if (cosmosStatus(err) !== 409) rethrowCosmos(err, `access probe create in ${container.id}`);
+      }
+      try {
+        await container.item(k, pk).read();
+      } catch (err) {
+        rethrowCosmos(err, `access probe read in ${container.id}`);
+      }
+    }
   }
 
   async #readPlatform(id: string): Promise<{ doc: { value: unknown }; etag: string | undefined } | null> {

@@ -347,6 +347,24 @@ describe('dispatcher ladder and observers', () => {
     assert.equal(port.state.BlockedByEventId, 'e1');
   });
 
+  test('markPendingHandoff refuses an expectedBy outside the years 0000-9999 (the handler fails), as an invalid one', async () => {
+    for (const expectedBy of [new Date(Date.UTC(10000, 0, 1)), new Date(Date.UTC(-1, 0, 1)), 10_000 * 365 * 86_400_000]) {
+      const port = new FakeDeliveryPort();
+      const sent: Array<Record<string, unknown>> = [];
+      port.send = async (m) => void sent.push(m.applicationProperties);
+      const d = new Dispatcher({
+        endpointId: 'billing',
+        now: () => new Date('2026-12-02T10:00:00.000Z'),
+        handlers: new HandlerRegistry().on('OrderPlaced', (_e, ctx) => {
+          ctx.markPendingHandoff('r', 'job-1', expectedBy);
+        }),
+      });
+      assert.equal(await d.dispatch(received(), port, signal), 'handlerFailed', String(expectedBy));
+      assert.equal(sent[0]!.MessageType, 'ErrorResponse');
+      assert.equal(sent.some((p) => p.MessageType === 'PendingHandoffResponse'), false);
+    }
+  });
+
   test('markPendingHandoff then throw: the failure path wins', async () => {
     const port = new FakeDeliveryPort();
     const d = new Dispatcher({

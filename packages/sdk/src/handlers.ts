@@ -97,6 +97,11 @@ export class HandoffRecorder {
     const at = typeof expectedBy === 'number' ? new Date(this.now().getTime() + expectedBy) : expectedBy;
     if (at !== undefined && Number.isNaN(at.getTime()))
       throw new Error('markPendingHandoff: expectedBy is not a valid time');
+    // Sent as toISOString(), which writes a year outside 0000-9999 in the expanded form (+010000-…): the Resolver
+    // records no such ExpectedBy (it names it a problem), so the handler hears of it now instead.
+    const year = at?.getUTCFullYear();
+    if (year !== undefined && (year < 0 || year > 9999))
+      throw new Error('markPendingHandoff: expectedBy is outside the years 0000-9999');
     this.mark = { reason, externalJobId: externalJobId || undefined, expectedBy: at };
   }
 }
