@@ -135,7 +135,8 @@ function header(h: AnyHeaders, name: string): string | null {
  * Cosmos front): any forwarding header refuses. Inside Next.js (`nextInternal`), the framework itself fills in
  * `x-forwarded-host/-port/-proto/-for` from the socket before the proxy and the route handlers run, so there a
  * forwarding header refuses only when it says something Next.js would not have: another host, a non-loopback
- * client, https, or any other forwarding header.
+ * client, https, or any other forwarding header (`Forwarded` always: Next.js never writes it) - judged on every
+ * element of a comma-separated list.
  */
 export function loopbackProblem(
   headers: AnyHeaders,
@@ -156,10 +157,15 @@ export function loopbackProblem(
   for (const name of headerNames(headers)) {
     if (name !== 'forwarded' && !name.startsWith('x-forwarded-')) continue;
     if (mode === 'strict' || name === 'forwarded') return relayed(name);
-    const value = (header(headers, name) ?? '').split(',')[0]!.trim();
-    if (name === 'x-forwarded-host' && value.toLowerCase() === host.trim().toLowerCase()) continue;
-    if (name === 'x-forwarded-for' && isLoopbackName(value)) continue;
-    if (name === 'x-forwarded-proto' && value === 'http') continue;
+    // Every element, not only the first. Next.js fills a header in only when the request has none, so a list was
+    // written by a proxy; and a proxy that appends (nginx's `$proxy_add_x_forwarded_for`, HAProxy's `option
+    // forwardfor`) keeps what its client sent in front: a remote client that sends `X-Forwarded-For: 127.0.0.1`
+    // arrives as `127.0.0.1, 203.0.113.7`. The first element is the one the remote client chose.
+    const values = (header(headers, name) ?? '').split(',').map((v) => v.trim());
+    if (name === 'x-forwarded-host' && values.every((v) => v.toLowerCase() === host.trim().toLowerCase())) continue;
+    if (name === 'x-forwarded-for' && values.every((v) => isLoopbackName(v))) continue;
+    if (name === 'x-forwarded-proto' && values.every((v) => v === 'http')) continue;
+    // The port says nothing about who the client is (Next.js writes the port it listens on).
     if (name === 'x-forwarded-port') continue;
     return relayed(name);
   }

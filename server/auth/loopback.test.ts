@@ -143,5 +143,25 @@ describe('sign-in off: only direct requests from this machine', () => {
     assert.equal(loopbackProblem({ host: 'localhost', 'x-forwarded-proto': 'https' }, 'nextInternal')?.status, 403);
     assert.equal(loopbackProblem({ host: 'localhost', 'x-forwarded-host': 'evil.example' }, 'nextInternal')?.status, 403);
     assert.equal(loopbackProblem({ host: 'localhost', 'x-forwarded-prefix': '/x' }, 'nextInternal')?.status, 403);
+    // Lists are judged on every element: an appending proxy keeps what its client sent in front
+    // (spoofedForwardedFor.test.ts has the whole attack).
+    const next = { host: 'localhost:3000', 'x-forwarded-host': 'localhost:3000', 'x-forwarded-proto': 'http', 'x-forwarded-port': '3000' };
+    assert.equal(loopbackProblem({ ...next, 'x-forwarded-for': '127.0.0.1, ::1, ::ffff:127.0.0.1' }, 'nextInternal'), null, 'a loopback chain');
+    for (const [name, value] of [
+      ['x-forwarded-for', '127.0.0.1, 203.0.113.7'],
+      ['x-forwarded-for', '127.0.0.1,'],
+      ['x-forwarded-for', ''],
+      ['x-forwarded-host', 'localhost:3000, evil.example'],
+      ['x-forwarded-proto', 'http, https'],
+    ] as const)
+      assert.equal(loopbackProblem({ ...next, 'x-forwarded-for': '127.0.0.1', [name]: value }, 'nextInternal')?.status, 403, `${name}: ${value}`);
+    // Node joins a repeated header line into one value; a Headers object does too.
+    assert.equal(loopbackProblem({ ...next, 'x-forwarded-for': ['127.0.0.1', '203.0.113.7'] }, 'nextInternal')?.status, 403);
+    const repeated = new Headers({ host: 'localhost:3000' });
+    repeated.append('x-forwarded-for', '127.0.0.1');
+    repeated.append('x-forwarded-for', '203.0.113.7');
+    assert.equal(loopbackProblem(repeated, 'nextInternal')?.status, 403);
+    // Next.js never writes Forwarded: it refuses whatever it names.
+    assert.equal(loopbackProblem({ host: 'localhost', forwarded: 'for=127.0.0.1;proto=http' }, 'nextInternal')?.status, 403);
   });
 });
