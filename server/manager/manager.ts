@@ -687,8 +687,17 @@ export class Manager {
    * once, is sent and the broker decides - the Standard tier's 256 KB, a guess, refused with 413 for up to the reads'
    * back-off a re-send a Premium namespace takes (resendUnknownSize.test.ts). A broker's refusal is answered 413 by
    * #sendFailed, the claim kept and the refusal audited (CommandNotSent).
+   * That holds for a body rebuilt from the claim (a resubmit's payload, which a repeat must match; a skip). A handoff
+   * settlement's repeat carries the caller's own result or reason (the claim's text was never stored), which no check
+   * has seen: it is held to the fresh command's limit, 256 KB while none is read - before, it went to the broker
+   * unchecked, each refusal audited, and answered "restore it in Reconcile" though a smaller repeat would be sent
+   * (review 44-b, handoffRepeatSize.test.ts).
    */
   async #requireClaimSendable(spec: CommandSpec, row: StatusRow, built: BuiltCommand): Promise<void> {
+    if (spec.kind === 'handoffComplete' || spec.kind === 'handoffFail') {
+      requireSendableSize(sizeWhat(spec), (built.message.body as Buffer).length, await this.#brokerMessageBytes(row.endpointId));
+      return;
+    }
     const limit = await this.#resendMessageBytes(row.endpointId);
     if (limit === undefined) return;
     requireSendableSize(sizeWhat(spec), (built.message.body as Buffer).length, limit, `its claim stays as it was (Pending, no receipt): ${RESTORE_THEN_SMALLER}`);
