@@ -245,6 +245,13 @@ export class Manager {
       if (shown.length === 0) throw conflict(CHANGED_SINCE_SEEN, CHANGED_SINCE_SEEN_CODE);
       const row = shown.find((r) => refusal(spec, r) === undefined);
       if (!row) {
+        // A settlement naming a handoff the event has moved on from while another one is pending (a dialog opened on
+        // handoff H1, the event resubmitted and handed off again as H2 behind it): the caller's view is stale, as a
+        // resubmit's or skip's with an old seen version - 'changed', so the event page shows what the event now is
+        // and a second confirm acts on H2 (components/commandFailure.ts). Not 'settled': H1 was never settled here,
+        // and an agent keeps its result (docs/agents.md).
+        const pending = spec.kind === 'handoffComplete' || spec.kind === 'handoffFail' ? shown.find(isHandoff) : undefined;
+        if (pending) throw conflict(refusal(spec, pending) ?? 'the event does not allow this action', CHANGED_SINCE_SEEN_CODE);
         const code = settledCode(spec, shown);
         // Not settled while another command's claim is unsent: its send may fail and its undo (or Reconcile) put
         // the handoff back, to be handed out and worked again - the agent must keep its result (no code).
