@@ -87,6 +87,20 @@ export function isSendWithheld(err: unknown): boolean {
 /** Whether `origin`'s caller may still send (callers without a guard always may). */
 const mayStillSend = (origin: CommandOrigin | undefined) => origin?.mayStillSend?.() ?? true;
 
+/** What the caller of one command says of itself (Manager.execute). */
+export interface ExecuteCaller {
+  /** Whether the caller may read the event's audit trail (default yes): see repeatConflict.ts Asker. */
+  mayReadAudits?: boolean;
+  /**
+   * Called with the row the command acts on - the one it is about to claim, or its own claim on a repeat - before
+   * anything is claimed or sent (again on each attempt, should the claim lose a race); a throw refuses the command
+   * with that error. The edited resubmit checks its payload against that row's event type here
+   * (server/manager/editedResubmit.ts): before, the routes checked it against the event's newest row, which for an
+   * event in two sessions may be another type than the row resubmitted (editedSchemaRow.test.ts).
+   */
+  checkRow?: (row: StatusRow) => void;
+}
+
 /** One event of a bulk step: the session of the row the operation selected, when it knows it. */
 export interface CommandTarget {
   endpointId: string;
@@ -221,10 +235,10 @@ export class Manager {
    * the caller may read the event's audit trail (default yes); a refusal names no other principal to one who may
    * not (an Agent-only caller: repeatConflict.ts Asker).
    */
-  async execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: Auditor, origin?: CommandOrigin, caller: { mayReadAudits?: boolean } = {}): Promise<CommandResult> {
+  async execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: Auditor, origin?: CommandOrigin, caller: ExecuteCaller = {}): Promise<CommandResult> {
     const key = `${endpointId}\u0000${eventId}`;
     const previous = this.#inFlight.get(key) ?? Promise.resolve();
-    const run = previous.catch(() => undefined).then(() => this.#execute(endpointId, eventId, spec, auditor, origin, caller.mayReadAudits ?? true));
+    const run = previous.catch(() => undefined).then(() => this.#execute(endpointId, eventId, spec, auditor, origin, caller));
     this.#inFlight.set(key, run);
     try {
       return await run;
@@ -233,7 +247,8 @@ export class Manager {
     }
   }
 
-  async #execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: Auditor, origin?: CommandOrigin, mayReadAudits = true): Promise<CommandResult> {
+  async #execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: Auditor, origin?: CommandOrigin, caller: ExecuteCaller = {}): Promise<CommandResult> {
+    const mayReadAudits = caller.mayReadAudits ?? true;
     // A caller already fenced claims nothing: asked again after the claim (#sendAndAudit), for a stall while it is written.
     if (!mayStillSend(origin)) throw new SendWithheld(eventId);
     const type = commandType(spec);
@@ -249,7 +264,10 @@ export class Manager {
       // An event id can have a row per session it appeared in: act on the one the command fits. With a seen
       // version, only this command's claim answering that version is a repeat of it.
       const claimed = rows.find((r) => this.#isClaimBy(type, spec, r) && (seen === undefined || r.parentMessageId === seen));
-      if (claimed) return this.#repeat(spec, claimed, { auditor, mayReadAudits }, origin);
+      if (claimed) {
+        caller.checkRow?.(claimed);
+        return this.#repeat(spec, claimed, { auditor, mayReadAudits }, origin);
+      }
       // A fresh claim needs every row: the claim of this command may be one that is not in the set (past the
       // query's limit, or no longer parsing), and claiming another session's row would send a second command.
       const incomplete = incompleteRows(eventId, corrupt, truncated);
@@ -277,6 +295,7 @@ export class Manager {
         throw conflict(refusal(spec, shown[0]!) ?? 'the event does not allow this action', code);
       }
 
+      caller.checkRow?.(row);
       const answered = row.lastMessageId;
       let eventTypeId = row.eventTypeId;
       let payload: unknown = undefined;
