@@ -133,6 +133,9 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
   // refuses (409) a command on an event that has moved on since - another operator's resubmission failing again
   // under a new message must not be resubmitted a second time by a click made on the older view. Not the id read
   // at confirm time: the page refreshes behind an open dialog, and the operator decided on what the dialog opened on.
+  // Complete / Fail handoff send it as the handoff they settle, for the same reason: read at confirm time, a dialog
+  // opened on handoff H1 settled H2, a new handoff (another external job) that arrived behind it and the operator
+  // never saw (e2e/console-handoff-stale-dialog.test.ts); the server answers 409 "changed" as for Resubmit and Skip.
   const [shownMessageId, setShownMessageId] = useState<string | undefined>(undefined);
   // After a refusal because the event had changed since (409 "changed"), the dialog stays open on the operator's
   // input and the event is read again; once that read is in, the dialog says what the event now is (`seenNow`) and
@@ -517,13 +520,14 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
         </ConfirmDialog>
       ) : null}
       {dialog === 'complete' ? (
-        <ConfirmDialog title="Complete the handoff?" confirmLabel="Complete handoff" busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.completeHandoff(endpointId, eventId, e.messageId, note.trim() || undefined), 'Handoff completion', true)}>
+        <ConfirmDialog title="Complete the handoff?" confirmLabel="Complete handoff" busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.completeHandoff(endpointId, eventId, shownMessageId ?? e.messageId, note.trim() || undefined), 'Handoff completion', true)}>
           <SessionFate {...sessionOf} outcome="release" lead="The external work is done: the event becomes Completed;" className="mb-2" />
           <label className="flex flex-col gap-1 text-xs text-slate-600">
             Note (optional)
             <input data-autofocus aria-label="Handoff note" value={note} onChange={(x) => setNote(x.target.value)} className="rounded border border-slate-300 px-2 py-1 text-sm" />
           </label>
           <ErrorBox error={actionError} />
+          {changed ? <EventChanged text={changed} /> : null}
         </ConfirmDialog>
       ) : null}
       {dialog === 'fail' ? (
@@ -536,7 +540,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           disabled={reason.trim() === ''}
           unavailable={unavailable}
           onCancel={closeDialog}
-          onConfirm={() => run(() => api.failHandoff(endpointId, eventId, e.messageId, reason.trim()), 'Handoff failure')}
+          onConfirm={() => run(() => api.failHandoff(endpointId, eventId, shownMessageId ?? e.messageId, reason.trim()), 'Handoff failure')}
         >
           <SessionFate {...sessionOf} outcome="hold" lead="The event becomes Failed with this reason;" className="mb-2" />
           <label className="flex flex-col gap-1 text-xs text-slate-600">
@@ -544,6 +548,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
             <input data-autofocus aria-label="Failure reason" value={reason} onChange={(x) => setReason(x.target.value)} className="rounded border border-slate-300 px-2 py-1 text-sm" />
           </label>
           <ErrorBox error={actionError} />
+          {changed ? <EventChanged text={changed} /> : null}
         </ConfirmDialog>
       ) : null}
       {dialog === 'edit' ? (

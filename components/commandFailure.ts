@@ -23,7 +23,7 @@ export function commandFailureMayLeaveStaleEvent(error: unknown): boolean {
 
 /**
  * The server's `code` of a resubmit or skip refused because the event moved on from the message the dialog was
- * opened on (server/manager/manager.ts CHANGED_SINCE_SEEN_CODE: the type-only import ties the two, and keeps the
+ * opened on (or a handoff settlement naming a handoff another one has replaced since) (server/manager/manager.ts CHANGED_SINCE_SEEN_CODE: the type-only import ties the two, and keeps the
  * server module out of the browser bundle).
  */
 const CHANGED_SINCE_SEEN: typeof CHANGED_SINCE_SEEN_CODE = 'changed';

@@ -28,7 +28,7 @@ import { ServiceBusError, type ServiceBusClient, type ServiceBusMessageBatch, ty
 import { isRequestType, MessageType, PendingSubStatus, ResolutionStatus, Topic } from '@nimbus/sdk/contract';
 import type { MessageType as MessageTypeT, ResolutionStatus as ResolutionStatusT } from '@nimbus/sdk/contract';
 import { isDeepStrictEqual } from 'node:util';
-import { AuditType, EVENT_ROWS_LIMIT, type AuditWrite, type EventRows, type EventSessions, type HistoryEntry, type MessageStore, type RowExpectation, type Settled, type StatusRow, type StatusWrite } from '../../lib/store/index.ts';
+import { AuditType, auditEntrySchema, EVENT_ROWS_LIMIT, type AuditEntry, type AuditWrite, type EventRows, type EventSessions, type HistoryEntry, type MessageStore, type RowExpectation, type Settled, type StatusRow, type StatusWrite } from '../../lib/store/index.ts';
 import { eventHistory } from '../reconcile/history.ts';
 import { inHistoryOrder } from '../historyOrder.ts';
 import { sendCertainlyRefused } from '../subscriptions/sendOutcome.ts';
@@ -39,6 +39,7 @@ import { auditorFields, buildCommand, COMMAND_ID_PREFIX, commandMessageId, comma
 import { withSendSpan } from '@nimbus/sdk';
 import { boundedClose } from '@nimbus/sdk/servicebus';
 import { limiter, type Limiter } from '../../lib/concurrency/limiter.ts';
+import { sleep } from '../../lib/concurrency/sleep.ts';
 import { claimWasEdited, commandRecorded, type Asker, handoffMismatch, recordedHandoff, resubmitMismatch, rowSaysEdited, storedBeforeClaim, type StoredRequest } from './repeatConflict.ts';
 
 export interface CommandResult {
@@ -85,6 +86,20 @@ export function isSendWithheld(err: unknown): boolean {
 
 /** Whether `origin`'s caller may still send (callers without a guard always may). */
 const mayStillSend = (origin: CommandOrigin | undefined) => origin?.mayStillSend?.() ?? true;
+
+/** What the caller of one command says of itself (Manager.execute). */
+export interface ExecuteCaller {
+  /** Whether the caller may read the event's audit trail (default yes): see repeatConflict.ts Asker. */
+  mayReadAudits?: boolean;
+  /**
+   * Called with the row the command acts on - the one it is about to claim, or its own claim on a repeat - before
+   * anything is claimed or sent (again on each attempt, should the claim lose a race); a throw refuses the command
+   * with that error. The edited resubmit checks its payload against that row's event type here
+   * (server/manager/editedResubmit.ts): before, the routes checked it against the event's newest row, which for an
+   * event in two sessions may be another type than the row resubmitted (editedSchemaRow.test.ts).
+   */
+  checkRow?: (row: StatusRow) => void;
+}
 
 /** One event of a bulk step: the session of the row the operation selected, when it knows it. */
 export interface CommandTarget {
@@ -140,6 +155,15 @@ export const SEND_TIMEOUT_MS = 15_000;
  */
 export const WITHHELD_UNDO_MS = CLAIM_GRACE_MS - SEND_TIMEOUT_MS;
 
+/**
+ * The waits before the further attempts at a sent command's receipt when the store fails it: the command is on the
+ * broker, so the answer is 'sent' whatever the store says, and the click waits only this long for its receipt.
+ */
+export const RECEIPT_RETRY_DELAYS_MS: readonly number[] = [200, 1_000];
+
+/** How many sent commands whose receipt could not be written a process remembers (#unreceipted; oldest dropped). */
+const UNRECEIPTED_MAX = 10_000;
+
 const isHandoff = (row: StatusRow) =>
   row.status === ResolutionStatus.Pending && row.subStatus === PendingSubStatus.Handoff;
 
@@ -175,6 +199,13 @@ export class Manager {
   readonly #inFlight = new Map<string, Promise<unknown>>();
   /** Command ids whose send failed in this process: their claim is known to be abandoned. */
   readonly #failedSends = new Set<string>();
+  /**
+   * Commands this process sent whose receipt it could not write (the store failed right after the send, every
+   * attempt), by command id: the receipt, stamped with when the send was done. A repeat here, or Reconcile's re-send
+   * from this process, finds the command sent by it - 'duplicate', never a second copy - and writes the receipt then
+   * (#lostReceipt). Another replica, or this one after a restart, does not know it: docs/console.md, "No double send".
+   */
+  readonly #unreceipted = new Map<string, AuditWrite>();
   /** The clock a claim's age is read on (tests move it past WITHHELD_UNDO_MS). */
   readonly #now: () => number;
   /**
@@ -219,10 +250,10 @@ export class Manager {
    * the caller may read the event's audit trail (default yes); a refusal names no other principal to one who may
    * not (an Agent-only caller: repeatConflict.ts Asker).
    */
-  async execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: Auditor, origin?: CommandOrigin, caller: { mayReadAudits?: boolean } = {}): Promise<CommandResult> {
+  async execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: Auditor, origin?: CommandOrigin, caller: ExecuteCaller = {}): Promise<CommandResult> {
     const key = `${endpointId}\u0000${eventId}`;
     const previous = this.#inFlight.get(key) ?? Promise.resolve();
-    const run = previous.catch(() => undefined).then(() => this.#execute(endpointId, eventId, spec, auditor, origin, caller.mayReadAudits ?? true));
+    const run = previous.catch(() => undefined).then(() => this.#execute(endpointId, eventId, spec, auditor, origin, caller));
     this.#inFlight.set(key, run);
     try {
       return await run;
@@ -231,7 +262,8 @@ export class Manager {
     }
   }
 
-  async #execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: Auditor, origin?: CommandOrigin, mayReadAudits = true): Promise<CommandResult> {
+  async #execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: Auditor, origin?: CommandOrigin, caller: ExecuteCaller = {}): Promise<CommandResult> {
+    const mayReadAudits = caller.mayReadAudits ?? true;
     // A caller already fenced claims nothing: asked again after the claim (#sendAndAudit), for a stall while it is written.
     if (!mayStillSend(origin)) throw new SendWithheld(eventId);
     const type = commandType(spec);
@@ -247,7 +279,10 @@ export class Manager {
       // An event id can have a row per session it appeared in: act on the one the command fits. With a seen
       // version, only this command's claim answering that version is a repeat of it.
       const claimed = rows.find((r) => this.#isClaimBy(type, spec, r) && (seen === undefined || r.parentMessageId === seen));
-      if (claimed) return this.#repeat(spec, claimed, { auditor, mayReadAudits }, origin);
+      if (claimed) {
+        caller.checkRow?.(claimed);
+        return this.#repeat(spec, claimed, { auditor, mayReadAudits }, origin);
+      }
       // A fresh claim needs every row: the claim of this command may be one that is not in the set (past the
       // query's limit, or no longer parsing), and claiming another session's row would send a second command.
       const incomplete = incompleteRows(eventId, corrupt, truncated);
@@ -260,6 +295,13 @@ export class Manager {
       if (shown.length === 0) throw conflict(CHANGED_SINCE_SEEN, CHANGED_SINCE_SEEN_CODE);
       const row = shown.find((r) => refusal(spec, r) === undefined);
       if (!row) {
+        // A settlement naming a handoff the event has moved on from while another one is pending (a dialog opened on
+        // handoff H1, the event resubmitted and handed off again as H2 behind it): the caller's view is stale, as a
+        // resubmit's or skip's with an old seen version - 'changed', so the event page shows what the event now is
+        // and a second confirm acts on H2 (components/commandFailure.ts). Not 'settled': H1 was never settled here,
+        // and an agent keeps its result (docs/agents.md).
+        const pending = spec.kind === 'handoffComplete' || spec.kind === 'handoffFail' ? shown.find(isHandoff) : undefined;
+        if (pending) throw conflict(refusal(spec, pending) ?? 'the event does not allow this action', CHANGED_SINCE_SEEN_CODE);
         const code = settledCode(spec, shown);
         // Not settled while another command's claim is unsent: its send may fail and its undo (or Reconcile) put
         // the handoff back, to be handed out and worked again - the agent must keep its result (no code).
@@ -268,6 +310,7 @@ export class Manager {
         throw conflict(refusal(spec, shown[0]!) ?? 'the event does not allow this action', code);
       }
 
+      caller.checkRow?.(row);
       const answered = row.lastMessageId;
       let eventTypeId = row.eventTypeId;
       let payload: unknown = undefined;
@@ -430,11 +473,9 @@ export class Manager {
       .flatMap(({ c, outcome }) => (typeof outcome === 'object' ? [settle(out, c.k, this.#sendFailed(c.row, c.built, outcome.error, auditor, c.row))] : []));
     for (const c of sent) this.#failedSends.delete(c.built.messageId);
     if (sent.length > 0) log.info({ operationId: origin?.operationId, messageType: type, sent: sent.length }, 'manager commands sent');
-    const receipts = await this.#store.recordAudits(sent.map((c) => receipt(spec, c.row, c.built, c.row.lastMessageId, c.eventTypeId, c.payload, auditor, origin)));
-    sent.forEach((c, i) => {
-      const r = receipts[i]!;
-      out[c.k] = r.ok ? { ok: true, value: sentResult(c.row, c.built) } : r;
-    });
+    // As #sendAndAudit: each command sent counts sent, its receipt written, retried or remembered (#writeReceipts).
+    await this.#writeReceipts(sent.map((c) => receipt(spec, c.row, c.built, c.row.lastMessageId, c.eventTypeId, c.payload, auditor, origin)), 'bulk');
+    for (const c of sent) out[c.k] = { ok: true, value: sentResult(c.row, c.built) };
     await Promise.all([...notSent, ...undone]);
   }
 
@@ -569,6 +610,7 @@ export class Manager {
   async #unsentClaim(rows: readonly StatusRow[]): Promise<boolean> {
     for (const row of rows) {
       if (!isManagerClaim(row)) continue;
+      if (this.#unreceipted.has(row.lastMessageId)) continue; // sent by this process, its receipt lost
       if (await this.#store.getAudit(row.eventId, row.lastMessageId)) continue;
       if (commandRecorded(await this.#store.getHistory(row.eventId, row.lastMessageId), row)) continue;
       return true;
@@ -587,8 +629,9 @@ export class Manager {
     const auditor = asker.auditor;
     const answered = row.parentMessageId!;
     const messageId = row.lastMessageId;
-    // A point read by the command's id: however many other audits the event has, the receipt is found.
-    const sentAudit = await this.#store.getAudit(row.eventId, messageId);
+    // A point read by the command's id: however many other audits the event has, the receipt is found - or, sent
+    // by this process without one (the store failed after the send), the receipt it could not write.
+    const sentAudit = (await this.#store.getAudit(row.eventId, messageId)) ?? (await this.#lostReceipt(messageId));
     // Without the receipt, the event's history tells whether the Resolver has recorded the command (a point read of
     // its entry: found however long the history), and - a row that looks edited may be a plain claim the Resolver
     // recorded - what a resubmit's claim sent (the history before the command, every page of it).
@@ -666,6 +709,9 @@ export class Manager {
    * Only resubmit and skip can be rebuilt from the row; a handoff settlement's text was never stored.
    */
   async resendClaim(row: StatusRow, auditor: Auditor): Promise<CommandResult> {
+    // Sent by this process, only its receipt lost: written now, and nothing sent again (a second copy).
+    if (await this.#lostReceipt(row.lastMessageId))
+      return { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'duplicate', messageId: row.lastMessageId, messageType: row.messageType ?? '' };
     const spec = specOfClaim(row);
     if (!spec || row.parentMessageId == null) throw conflict(`a ${row.messageType ?? 'row'} claim cannot be re-sent; restore it instead`);
     const payload = spec.kind === 'resubmit' ? row.payload : undefined;
@@ -734,8 +780,74 @@ export class Manager {
     }
     this.#failedSends.delete(built.messageId);
     log.info({ endpointId: row.endpointId, eventId: row.eventId, messageType: built.type, messageId: built.messageId, resend }, 'manager command sent');
-    await this.#store.recordAudit(receipt(spec, row, built, answered, eventTypeId, payload, auditor, origin));
+    // Sent is sent: a receipt the store will not take is retried, then remembered - never answered as a failure (a
+    // 503 "try again", and the audit log saying the command failed, when it is on its way: receiptWriteFails.test.ts).
+    await this.#writeReceipts([receipt(spec, row, built, answered, eventTypeId, payload, auditor, origin)], 'one');
     return sentResult(row, built);
+  }
+
+  /**
+   * Writes the receipts of commands just sent ('one': a click's, by recordAudit; 'bulk': a lot's, by recordAudits),
+   * retrying those the store fails after RECEIPT_RETRY_DELAYS_MS. Never throws: the commands are on the broker. A
+   * receipt still not written is logged (ids only) and remembered (#unreceipted), so a repeat in this process is
+   * answered 'duplicate' rather than refused "being sent" for 30 s and then re-sent as an abandoned claim.
+   */
+  async #writeReceipts(writes: readonly AuditWrite[], how: 'one' | 'bulk'): Promise<void> {
+    const sentAt = new Date().toISOString();
+    let pending = writes;
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      const results = await this.#recordReceipts(pending, how);
+      const failed = pending.flatMap((w, i) => {
+        const r = results[i]!;
+        return r.ok ? [] : [{ w, error: r.error }];
+      });
+      const wait = RECEIPT_RETRY_DELAYS_MS[attempt];
+      if (failed.length > 0 && wait === undefined) {
+        for (const { w, error } of failed) this.#receiptLost({ ...w, at: w.at ?? sentAt }, error);
+        return;
+      }
+      if (failed.length > 0) await sleep(wait!);
+      pending = failed.map((f) => f.w);
+    }
+  }
+
+  async #recordReceipts(writes: readonly AuditWrite[], how: 'one' | 'bulk'): Promise<Settled<AuditEntry>[]> {
+    try {
+      if (how === 'bulk') return await this.#store.recordAudits(writes);
+      return await Promise.all(writes.map(async (w): Promise<Settled<AuditEntry>> => ({ ok: true, value: await this.#store.recordAudit(w) })));
+    } catch (error) {
+      return writes.map(() => ({ ok: false, error }));
+    }
+  }
+
+  /** A sent command's receipt the store would not take: logged (ids only, no payload) and remembered. */
+  #receiptLost(write: AuditWrite, error: unknown): void {
+    const id = write.id!;
+    log.warn(
+      { endpointId: write.endpointId, eventId: write.eventId, messageId: id, auditType: write.type, err: error instanceof Error ? `${error.name}: ${error.message}`.slice(0, 300) : String(error).slice(0, 300) },
+      'manager command sent, but its receipt could not be written',
+    );
+    this.#unreceipted.delete(id);
+    this.#unreceipted.set(id, write);
+    if (this.#unreceipted.size > UNRECEIPTED_MAX) this.#unreceipted.delete(this.#unreceipted.keys().next().value!);
+  }
+
+  /**
+   * The receipt of a command this process sent but could not receipt (#unreceipted), or null: written now (one
+   * attempt; forgotten once written), and answered as the receipt either way - the command was sent.
+   */
+  async #lostReceipt(messageId: string): Promise<AuditEntry | null> {
+    const write = this.#unreceipted.get(messageId);
+    if (!write) return null;
+    try {
+      const entry = await this.#store.recordAudit(write);
+      this.#unreceipted.delete(messageId);
+      log.info({ endpointId: write.endpointId, eventId: write.eventId, messageId }, 'manager receipt written late');
+      return entry;
+    } catch (error) {
+      log.warn({ endpointId: write.endpointId, eventId: write.eventId, messageId, err: error instanceof Error ? error.message.slice(0, 300) : String(error).slice(0, 300) }, 'manager receipt still not written');
+      return auditEntrySchema.parse(write);
+    }
   }
 
   /**

@@ -16,7 +16,6 @@ import { publishAsAgent } from '../agent/publish.ts';
 import { settleBody } from '../agent/schemas.ts';
 import { settleHandoff } from '../agent/settle.ts';
 import { requireEndpoint, requireEventType } from '../api.ts';
-import { diffJson } from '../audit/diff.ts';
 import { actorOf, audited, authorize, readScope, refuseAuthorized, type Authorized, type AuthSubject } from '../auth/authorize.ts';
 import { principalKey } from '../auth/principal.ts';
 import { countCall } from '../agent/limits.ts';
@@ -27,7 +26,7 @@ import { failureGroups } from '../failures/groups.ts';
 import { auditingFailure, badRequest, describeError, parseOr400 } from '../http.ts';
 import { log } from '../log.ts';
 import { endpointsWithCounts, eventDetails, listEndpointEvents, type EventListItem } from '../queries.ts';
-import { requirePayloadMatchesSchema } from '../payloadSchemaCheck.ts';
+import { editedResubmitCheck } from '../manager/editedResubmit.ts';
 import { endpointIdParam, handoffResultSchema, idParam, payloadSchema, resubmitBody } from '../schemas.ts';
 // The tools' ids are taken exactly as sent, as the Agent API's (server/exactIdFilters.ts): a tool's eventTypeId or
 // sessionId is never trimmed into another id. Left out is no filter; empty and spaces alone are refused in words.
@@ -446,21 +445,11 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
         const ctx = await getContext();
         requireEndpoint(ctx, args.endpointId);
         requireEventType(ctx, args.eventTypeId);
-        let details: Record<string, unknown> = { edited: false };
-        if (args.payload !== undefined) {
-          const row = (await ctx.store.getEvent(args.endpointId, args.eventId, 1))?.rows[0];
-          requirePayloadMatchesSchema(ctx.catalog, args.eventTypeId ?? row?.eventTypeId, args.payload);
-          details = {
-            edited: true,
-            eventTypeId: { from: row?.eventTypeId ?? null, to: args.eventTypeId ?? row?.eventTypeId ?? null },
-            payloadDiff: diffJson(row?.payload ?? null, args.payload),
-          };
-        }
-        const spec =
-          args.payload !== undefined
-            ? { kind: 'resubmit' as const, edited: { payload: args.payload, eventTypeId: args.eventTypeId } }
-            : { kind: 'resubmit' as const };
-        return audited(me, () => ctx.manager.execute(args.endpointId, args.eventId, spec, actorOf(me)), (r) => ({ ...details, messageId: r.messageId, outcome: r.outcome }));
+        const edited = args.payload !== undefined ? { payload: args.payload, eventTypeId: args.eventTypeId } : undefined;
+        // As the resubmit route: checked against the row the Manager resubmits (server/manager/editedResubmit.ts).
+        const check = editedResubmitCheck(ctx.catalog, edited);
+        const spec = edited ? { kind: 'resubmit' as const, edited } : { kind: 'resubmit' as const };
+        return audited(me, () => ctx.manager.execute(args.endpointId, args.eventId, spec, actorOf(me), undefined, check.caller), (r) => ({ ...check.details(), messageId: r.messageId, outcome: r.outcome }));
       }),
     // The route's own rule (resubmitBody: "eventTypeId goes with an edited payload"): without it an eventTypeId with
     // no payload was dropped and the stored payload resubmitted under its stored type, answered as done.

@@ -466,7 +466,8 @@ export async function applyStuckRepairs(
       if (target.action === 'resend') {
         const sent = await deps.manager.resendClaim(row, auditor);
         status = row.status;
-        detail = `re-sent ${sent.messageType} ${sent.messageId}`;
+        // 'duplicate': this process sent it and only its receipt was lost (the Manager wrote it now, sent nothing).
+        detail = sent.outcome === 'duplicate' ? `${sent.messageType} ${sent.messageId} was sent already (its receipt is written now); nothing was sent again` : `re-sent ${sent.messageType} ${sent.messageId}`;
       } else {
         // The entry the check above found (it is re-checked on this apply, never taken from the preview).
         const { previous } = assessed;

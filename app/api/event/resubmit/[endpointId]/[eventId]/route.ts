@@ -3,13 +3,13 @@
 // `lastMessageId` (optional, in the body): the event's last message as the caller saw it; 409 when the event has moved
 // on since (the event page sends it, so a click on a stale page does not act on a newer failure). Without it, the event
 // as it is now.
-// An edited payload must match its event type's JSON schema in the catalog (400 naming the failing paths otherwise).
-// An edited resubmission is audited with a structural diff against the stored payload (paths, not values).
+// An edited payload must match its event type's JSON schema in the catalog (400 naming the failing paths otherwise):
+// the type it names, else that of the row the Manager resubmits. An edited resubmission is audited with a structural
+// diff against that row's stored payload (paths, not values).
 import { requireEndpoint, requireEventType } from '../../../../../../server/api.ts';
-import { diffJson } from '../../../../../../server/audit/diff.ts';
 import { audited, authorize, actorOf } from '../../../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../../../server/context.ts';
-import { requirePayloadMatchesSchema } from '../../../../../../server/payloadSchemaCheck.ts';
+import { editedResubmitCheck } from '../../../../../../server/manager/editedResubmit.ts';
 import { handle, json, parseOr400, readJsonBody, type RouteContext } from '../../../../../../server/http.ts';
 import { eventParams, resubmitBody } from '../../../../../../server/schemas.ts';
 
@@ -23,21 +23,11 @@ export function POST(request: Request, context: RouteContext<{ endpointId: strin
     const ctx = await getContext();
     requireEndpoint(ctx, endpointId);
     requireEventType(ctx, body?.eventTypeId);
-    let details: Record<string, unknown> = { edited: false };
     const edited = body?.payload !== undefined ? { payload: body.payload, eventTypeId: body.eventTypeId } : undefined;
-    if (edited) {
-      const stored = await ctx.store.getEvent(endpointId, eventId, 1);
-      const row = stored?.rows[0];
-      // The editor checked this too, but only the server's check counts: 400 before anything is claimed or sent.
-      requirePayloadMatchesSchema(ctx.catalog, edited.eventTypeId ?? row?.eventTypeId, edited.payload);
-      details = {
-        edited: true,
-        eventTypeId: { from: row?.eventTypeId ?? null, to: edited.eventTypeId ?? row?.eventTypeId ?? null },
-        payloadDiff: diffJson(row?.payload ?? null, edited.payload),
-      };
-    }
+    // Checked against the row the Manager resubmits (its event type), not the event's newest row: editedResubmit.ts.
+    const check = editedResubmitCheck(ctx.catalog, edited);
     const seen = body?.lastMessageId !== undefined ? { seenMessageId: body.lastMessageId } : {};
     const spec = { kind: 'resubmit' as const, ...(edited ? { edited } : {}), ...seen };
-    return json(await audited(who, () => ctx.manager.execute(endpointId, eventId, spec, actorOf(who)), (r) => ({ ...details, messageId: r.messageId, outcome: r.outcome })));
+    return json(await audited(who, () => ctx.manager.execute(endpointId, eventId, spec, actorOf(who), undefined, check.caller), (r) => ({ ...check.details(), messageId: r.messageId, outcome: r.outcome })));
   });
 }
