@@ -142,6 +142,9 @@ function routeDelivery(
           note: 'late RetryRequest for an event that no longer blocks the session: completed without a response',
         });
       }
+      // A copy of the retry that handed off (its handoff blocks the session under this MessageId, or did): completed
+      // as a resubmission's copy is. Run again, it started a second external job for one scheduled retry.
+      if (handedOffByThis(state, m)) return settle(handoffCopy(m));
       return invokeOrSettle(m, state, env);
     }
     case MessageType.ResubmissionRequest:
@@ -1048,13 +1051,15 @@ function blockedByThis(state: SessionState, m: InboundMessage): boolean {
 }
 
 /**
- * Whether this resubmission is a copy of a delivery that handed its event off: its MessageId is the one the block
- * recorded (a resubmission blocks the session only by handing off: a failed one does not block again) or the one of
- * its event's handoff pending beside another event's block, and that handoff's failure was not answered since; or it
- * is one of the event's blocks that are over (ReleasedBlocks: the handoff settled or replaced since; a resubmission's
- * MessageId, derived from its type, names no other delivery). A copy comes with the same MessageId: a redelivery after
- * the state write (the completion refused, the lock lost, a crash), a Manager repeat (which derives the same id) or a
- * console dead-letter replay (which keeps it). The inbox cannot tell: it records successes only.
+ * Whether this resubmission or retry is a copy of a delivery that handed its event off: its MessageId is the one the
+ * block recorded (a resubmission or a retry blocks the session under its own MessageId only by handing off: a failed
+ * one leaves the block as it was) or the one of its event's handoff pending beside another event's block, and that
+ * handoff's failure was not answered since; or it is one of the event's blocks that are over (ReleasedBlocks: the
+ * handoff settled or replaced since; a resubmission's MessageId, derived from its type, names no other delivery, nor
+ * does a retry's, derived from the failed delivery and the attempt). A copy comes with the same MessageId: a
+ * redelivery after the state write (the completion refused, the lock lost, a crash), a Manager repeat of a
+ * resubmission (which derives the same id) or a console dead-letter replay (which keeps it). The inbox cannot tell: it
+ * records successes only.
  *
  * Once the handoff failed (FailedHandoffs), its record stays (the block, or the entry beside it) but the row is
  * Failed: a delivery of that resubmission now is an operator's replay of it (the console's dead-letter replay keeps
@@ -1071,18 +1076,19 @@ function handedOffByThis(state: SessionState, m: InboundMessage): boolean {
 }
 
 /**
- * A copy of a resubmission that handed off (handedOffByThis): completed without running the handler again and
- * without a response. Before, the handler ran again - a second external job for one operator action - and its
- * PendingHandoffResponse replaced the first one's on the Resolver (after the handoff was settled, it blocked the
- * session again on a row the Resolver had closed). The first delivery's PendingHandoffResponse went out before its
- * state write, so the Resolver has it already; a handoff still pending stays under that delivery, whose token or
- * coordinates still settle it.
+ * A copy of a resubmission or retry that handed off (handedOffByThis): completed without running the handler again
+ * and without a response. Before, the handler ran again - a second external job for one operator action or one
+ * scheduled retry - and its PendingHandoffResponse replaced the first one's on the Resolver (after the handoff was
+ * settled, a resubmission's copy blocked the session again on a row the Resolver had closed). The first delivery's
+ * PendingHandoffResponse went out before its state write, so the Resolver has it already; a handoff still pending
+ * stays under that delivery, whose token or coordinates still settle it.
  */
 function handoffCopy(m: InboundMessage): Settlement {
+  const what = m.messageType === MessageType.RetryRequest ? 'retry' : 'resubmission';
   return {
     effects: [{ kind: 'complete' }],
     signal: 'completed',
-    note: `copy of resubmission ${m.messageId}, which handed off: completed without running the handler`,
+    note: `copy of ${what} ${m.messageId}, which handed off: completed without running the handler`,
   };
 }
 
