@@ -99,7 +99,11 @@ export function AlertHistoryView() {
               <td className="whitespace-nowrap text-xs">
                 <Timestamp at={a.firedAt} />
               </td>
-              <td className="whitespace-nowrap text-xs">{a.recoveredAt ? <Timestamp at={a.recoveredAt} /> : <span className="font-semibold text-red-700">firing</span>}</td>
+              <td className="whitespace-nowrap text-xs">
+                {a.recoveredAt ? <Timestamp at={a.recoveredAt} /> : <span className="font-semibold text-red-700">firing</span>}
+                {/* Closed by the operator, not recovered: no "recovered" notice was sent (server/alerts/model.ts closedBy). */}
+                {a.closedBy ? <div className="text-slate-500">closed: rule {a.closedBy === 'ruleDeleted' ? 'deleted' : 'disabled'}</div> : null}
+              </td>
               <td className="text-xs">
                 {a.deliveries.length === 0 ? <span className="text-slate-500">no channel</span> : null}
                 {a.deliveries.map((d, i) => (

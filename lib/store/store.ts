@@ -2571,6 +2571,42 @@ export class MessageStore {
     );
   }
 
+  /**
+   * The sweep's Off for an unanswered probe: written only while the record is still Pending, conditional on the
+   * etag read, so a reply recordHeartbeat stores meanwhile is never overwritten (a lost race re-reads, and a record
+   * no longer Pending - answered - is left as the reply wrote it). True when this call turned it Off; false when it
+   * was no longer Pending or there is no such record.
+   */
+  async turnPendingHeartbeatOff(endpointId: string, probeId: string): Promise<boolean> {
+    const id = docId(probeId);
+    const item = this.#c.heartbeats.item(id, endpointId);
+    for (let attempt = 1; attempt <= MAX_WRITE_ATTEMPTS; attempt++) {
+      let existing: HeartbeatRecord;
+      let etag: string | undefined;
+      try {
+        const r = await item.read();
+        if (r.statusCode === 404) return false;
+        const parsed = heartbeatRecordSchema.safeParse(r.resource);
+        if (!parsed.success) return false; // not a probe this sweep can judge; a reply replaces it
+        existing = parsed.data;
+        etag = r.etag;
+      } catch (err) {
+        if (cosmosStatus(err) === 404) return false;
+        rethrowCosmos(err, 'heartbeat read');
+      }
+      if (existing.status !== 'Pending' || etag === undefined) return false;
+      try {
+        await item.replace({ ...existing, status: 'Off', updatedAt: this.#iso() }, { accessCondition: { type: 'IfMatch', condition: etag } });
+        return true;
+      } catch (err) {
+        const code = cosmosStatus(err);
+        if (code === 404) return false;
+        if (code !== 412) rethrowCosmos(err, 'heartbeat write');
+      }
+    }
+    throw new StoreTransientError(`heartbeat ${endpointId}/${probeId} kept changing under concurrent writes`);
+  }
+
   /** An endpoint's most recent heartbeat records, newest probe first. */
   async listHeartbeats(endpointId: string, limit = 20): Promise<HeartbeatRecord[]> {
     const r = await queryAll(
@@ -2633,6 +2669,24 @@ export class MessageStore {
     const value = parseInput(serviceHealthSchema, input, 'service health');
     await this.#writePlatform(docId('service', value.serviceId), value);
     return value;
+  }
+
+  /**
+   * The sweep's Off for a service's unanswered liveness probe: written only while the stored record still carries
+   * that probe's message id (the service's answer clears it, a newer probe replaces it), conditional on the etag
+   * read, so an answer stored meanwhile is never overwritten by Off (a lost race re-reads). True when this call
+   * turned it Off.
+   */
+  async turnServiceProbeOff(serviceId: string, probeMessageId: string): Promise<boolean> {
+    const id = docId('service', serviceId);
+    for (let attempt = 1; attempt <= MAX_WRITE_ATTEMPTS; attempt++) {
+      const raw = await this.#readPlatform(id);
+      if (raw === null || raw.etag === undefined) return false;
+      const parsed = serviceHealthSchema.safeParse(raw.doc.value);
+      if (!parsed.success || parsed.data.lastProbeMessageId !== probeMessageId) return false;
+      if (await this.#writePlatform(id, { ...parsed.data, status: 'Off', lastProbeMessageId: null }, raw.etag)) return true;
+    }
+    throw new StoreTransientError(`service health ${serviceId} kept changing under concurrent writes`);
   }
 
   async getServiceHealth(serviceId: string): Promise<ServiceHealth | null> {

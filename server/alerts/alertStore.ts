@@ -10,7 +10,7 @@ import { alertsKey, seal, SecretKeyError, unseal } from './secrets.ts';
 import { auditorName, type Auditor } from '../manager/commands.ts';
 import { channelChanges, secretLeftForOldDestination, type ChannelChanges } from './channelDestination.ts';
 import { hostProblem, urlTargetProblem } from './channelTarget.ts';
-import { isAllowedChannelUrl, type AlertDoc, type ChannelDoc, type ChannelInput, type RuleDoc, type RuleInput, type RuleStateDoc } from './model.ts';
+import { isAllowedChannelUrl, type AlertClosedBy, type AlertDoc, type ChannelDoc, type ChannelInput, type RuleDoc, type RuleInput, type RuleStateDoc } from './model.ts';
 
 export const ALERTS_CONTAINER = 'alerts';
 
@@ -86,12 +86,65 @@ export class AlertStore {
     };
     const c = await this.container();
     await c.items.upsert(doc);
+    // A disabled rule is not evaluated, so nothing else would ever close its alert or clear its firing state.
+    if (!doc.enabled) await this.closeFiring(doc.id, 'ruleDisabled', now);
     return doc;
   }
 
-  async deleteRule(id: string): Promise<void> {
+  async deleteRule(id: string, now = new Date()): Promise<void> {
     if (!(await this.#delete('rule', id))) throw notFound(`no alert rule ${id}`);
-    await this.#delete('state', id);
+    await this.closeFiring(id, 'ruleDeleted', now);
+  }
+
+  /**
+   * A rule disabled or deleted while firing: its state is removed (so a rule enabled again starts fresh - no
+   * firing left over that would keep its next incident from sending "fired", no cool-down from the old fire) and
+   * its open alert closed (recoveredAt = now, closedBy = why). No "recovered" notice is sent: the condition did not
+   * recover, the operator acted, and the console's audit records that. A deleted rule's state goes whether firing
+   * or not; a disabled rule's only when firing (its cool-down and memory are kept otherwise). The state is removed
+   * If-Match the etag read, like the evaluator's transitions, so of this and a concurrent evaluation one wins (the
+   * evaluator's write then finds no state and does nothing, or this re-reads). True when a firing state was closed.
+   */
+  async closeFiring(ruleId: string, reason: AlertClosedBy, now = new Date()): Promise<boolean> {
+    const c = await this.container();
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const { state, etag } = await this.getState(ruleId);
+      if (!state || etag === undefined) return false;
+      if (!state.firing && reason === 'ruleDisabled') return false;
+      try {
+        await c.item(ruleId, 'state').delete({ accessCondition: { type: 'IfMatch', condition: etag } });
+      } catch (err) {
+        const s = cosmosStatus(err);
+        if (s === 404) return false;
+        if (s === 412) continue; // an evaluation wrote meanwhile: judge its state
+        throw err;
+      }
+      if (state.firing && state.alertId) await this.closeAlert(state.alertId, reason, now);
+      return state.firing;
+    }
+    throw new Error(`the state of alert rule ${ruleId} kept changing; try again`);
+  }
+
+  /**
+   * Closes one open alert as `reason` (If-Match the etag read, so a concurrent write of its deliveries is not lost);
+   * an alert already closed, or not (yet) stored, is left alone. True when this call closed it.
+   */
+  async closeAlert(alertId: string, reason: AlertClosedBy, now = new Date()): Promise<boolean> {
+    const c = await this.container();
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const stored = await this.#get<AlertDoc>('alert', alertId);
+      if (!stored || stored.recoveredAt !== null || stored._etag === undefined) return false;
+      const { _etag: etag, ...alert } = stored;
+      try {
+        await c.item(alertId, 'alert').replace({ ...alert, recoveredAt: now.toISOString(), closedBy: reason }, { accessCondition: { type: 'IfMatch', condition: etag } });
+        return true;
+      } catch (err) {
+        const s = cosmosStatus(err);
+        if (s === 404) return false;
+        if (s !== 412) throw err;
+      }
+    }
+    throw new Error(`alert ${alertId} kept changing; try again`);
   }
 
   // --------------------------------------------------------------------------------------------- channels

@@ -4,7 +4,9 @@
 // fire is counted as suppressed and sends nothing (a flapping condition pages once). Runs on one console replica
 // at a time under the lease `alerts-evaluator` (server/history/leader.ts); on top of that every transition is a
 // compare-and-swap on the rule's state document, so even two evaluators in the moment the lease moves send each
-// notice once.
+// notice once. A rule disabled or deleted while firing has its alert closed and its state removed
+// (alertStore.ts closeFiring), without a "recovered" notice; a fire whose rule changed so while it was being sent is
+// closed once sent, and each tick closes what a disabled rule still has firing (one disabled before that was done).
 import { randomUUID } from 'node:crypto';
 import type { LeaseStore } from '../../lib/store/index.ts';
 import { startLeaderLoop, type LeaderLoop } from '../history/leader.ts';
@@ -64,14 +66,14 @@ async function deliver(deps: EvaluatorDeps, rule: RuleDoc, alert: AlertDoc, noti
   return out;
 }
 
-/** One evaluation of every enabled rule. Never throws for one rule's failure (logged; the next tick retries). */
+/** One evaluation of every enabled rule (and closing of what a disabled one left firing). Never throws for one rule's failure (logged; the next tick retries). */
 export async function evaluateAlerts(deps: EvaluatorDeps, signal?: AbortSignal): Promise<TickResult> {
   const result: TickResult = { fired: [], recovered: [], suppressed: [], unavailable: [] };
-  const rules = (await deps.alerts.listRules()).filter((r) => r.enabled);
-  for (const rule of rules) {
+  for (const rule of await deps.alerts.listRules()) {
     if (signal?.aborted) break; // the lease is gone: another replica evaluates now
     try {
-      await evaluateOne(deps, rule, result);
+      if (!rule.enabled) await deps.alerts.closeFiring(rule.id, 'ruleDisabled', deps.now?.() ?? new Date());
+      else await evaluateOne(deps, rule, result);
     } catch (err) {
       deps.log?.warn({ ruleId: rule.id, err: err instanceof Error ? err.message : String(err) }, 'alert rule not evaluated');
     }
@@ -130,6 +132,13 @@ async function evaluateOne(deps: EvaluatorDeps, rule: RuleDoc, result: TickResul
     alert.deliveries = await deliver(deps, rule, alert, 'fired');
     await deps.alerts.putAlert(alert);
     result.fired.push(rule.id);
+    // The rule disabled or deleted since it was listed: its closeFiring may have run before this fire's state was
+    // written (leaving it), found the alert not stored yet, or had its close overwritten by the write above - so
+    // the fire is closed here too. Enabled but with another (or no) fire in its state: disabled and enabled again.
+    const current = await deps.alerts.getRule(rule.id);
+    const reason = current ? 'ruleDisabled' : 'ruleDeleted';
+    if (!current?.enabled) await deps.alerts.closeFiring(rule.id, reason, now);
+    if (!current?.enabled || (await deps.alerts.getState(rule.id)).state?.alertId !== alertId) await deps.alerts.closeAlert(alertId, reason, now);
     return;
   }
   if (ev.status === 'ok' && base.firing) {

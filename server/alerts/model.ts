@@ -222,6 +222,15 @@ export interface AlertDoc {
    */
   firedFor?: string | null;
   deliveries: Delivery[];
+  /**
+   * Set when the alert was closed by the operator rather than by its condition: the rule was disabled or deleted
+   * while firing (alertStore.ts closeFiring). recoveredAt is then when that happened, and no "recovered" notice was
+   * sent. Absent on an alert that recovered (or is still firing).
+   */
+  closedBy?: AlertClosedBy;
 }
+
+/** Why an alert was closed without its condition recovering (AlertDoc.closedBy). */
+export type AlertClosedBy = 'ruleDisabled' | 'ruleDeleted';
 
 export { id as alertIdSchema };

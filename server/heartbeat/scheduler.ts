@@ -341,8 +341,8 @@ export class HeartbeatService {
     for (const endpointId of await this.#retiredWithOverdueProbes(cutoff)) swept += await this.#sweepEndpoint(endpointId, s, nowMs, cutoff);
     const resolver = await this.#d.store.getServiceHealth(Address.Resolver);
     if (resolver?.lastProbeMessageId && resolver.lastProbeSentAt && Date.parse(resolver.lastProbeSentAt) <= cutoff) {
-      await this.#d.store.setServiceHealth({ ...resolver, status: 'Off', lastProbeMessageId: null });
-      swept++;
+      // Conditional on the probe still being unanswered: the Resolver's answer may land after the read above.
+      if (await this.#d.store.turnServiceProbeOff(Address.Resolver, resolver.lastProbeMessageId)) swept++;
     }
     return swept;
   }
@@ -373,10 +373,11 @@ export class HeartbeatService {
       // from the newest answer an earlier lookup saw (a busy endpoint's probe may have been overdue for minutes).
       const verdict = overdueVerdict(await handled, r.sentAt, nowMs, s.timeoutSeconds, lastAnswerSeen(endpointId));
       if (verdict === 'busy' || verdict === 'undecided') continue;
-      // Re-read just before writing: a reply may have landed since the list (the reply then wins).
+      // Re-read before writing: a reply may have landed since the list (the reply then wins). One landing after this
+      // read is caught by the write itself, which turns the probe Off only while it is still Pending (etag-checked).
       const fresh = (await this.#d.store.listHeartbeats(endpointId, 20)).find((x) => x.probeId === r.probeId);
       if (fresh && fresh.status !== 'Pending') continue;
-      await this.#d.store.recordHeartbeat({ endpointId, probeId: r.probeId, status: 'Off' });
+      if (!(await this.#d.store.turnPendingHeartbeatOff(endpointId, r.probeId))) continue;
       if (verdict === 'offUnknown')
         this.#d.log.warn(
           { endpointId, probeId: r.probeId, sentAt: r.sentAt },
