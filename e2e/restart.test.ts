@@ -219,7 +219,9 @@ test('a kill -9 of npm start under demo traffic loses nothing the console showed
         completed: counts.completed,
         skipped: counts.skipped,
       };
-      return JSON.stringify(actual) === JSON.stringify(expected) ? true : undefined;
+      if (JSON.stringify(actual) === JSON.stringify(expected)) return true;
+      // Thrown, not returned: the timeout then says what the last read disagreed on (counters vs a recount of the rows).
+      throw new Error(`counters ${JSON.stringify(actual)}, rows ${JSON.stringify(expected)}`);
     }, 60_000);
   }
 
