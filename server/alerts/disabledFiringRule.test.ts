@@ -22,20 +22,23 @@ after(async () => {
   await stack?.close();
 });
 
+/** Stand-in sources: only the dead-letter backlog (what the rules here watch) says anything. */
+const deadLetterSources = (deadLetters: () => number): AlertSources => ({
+  failuresPerMinute: async () => ({ previous: 0, current: 0 }),
+  deadLetters: async () => deadLetters(),
+  blockedSessions: async () => [],
+  overdueHandoffs: async () => [],
+  heartbeats: async () => ({ enabled: false, endpoints: [] }),
+  resolverLastSeen: async () => null,
+  failureGroups: unavailableFailureGroups,
+});
+
 describe('a rule disabled while firing', () => {
   test('re-enabled during a later incident, it fires again; its earlier alert does not stay open for good', async () => {
     const alerts = new AlertStore(stack.store.database, env);
     let deadLetters = 0;
     let at = Date.parse('2026-12-03T10:00:00.000Z');
-    const sources: AlertSources = {
-      failuresPerMinute: async () => ({ previous: 0, current: 0 }),
-      deadLetters: async () => deadLetters,
-      blockedSessions: async () => [],
-      overdueHandoffs: async () => [],
-      heartbeats: async () => ({ enabled: false, endpoints: [] }),
-      resolverLastSeen: async () => null,
-      failureGroups: unavailableFailureGroups,
-    };
+    const sources = deadLetterSources(() => deadLetters);
     const deps: EvaluatorDeps = { alerts, sources, consoleUrl: 'http://console.test', now: () => new Date(at), env };
     const input = ruleInputSchema.parse({ name: 'dead letters', type: 'deadLetterBacklog', threshold: 10, cooldownSeconds: 900 });
     const rule = await alerts.saveRule(input, 'tester');
@@ -65,15 +68,7 @@ describe('a rule disabled while firing', () => {
   test('deleted while firing, its alert does not read "firing" in the history for good', async () => {
     const alerts = new AlertStore(stack.store.database, env);
     let at = Date.parse('2026-12-04T10:00:00.000Z');
-    const sources: AlertSources = {
-      failuresPerMinute: async () => ({ previous: 0, current: 0 }),
-      deadLetters: async () => 50,
-      blockedSessions: async () => [],
-      overdueHandoffs: async () => [],
-      heartbeats: async () => ({ enabled: false, endpoints: [] }),
-      resolverLastSeen: async () => null,
-      failureGroups: unavailableFailureGroups,
-    };
+    const sources = deadLetterSources(() => 50);
     const deps: EvaluatorDeps = { alerts, sources, consoleUrl: 'http://console.test', now: () => new Date(at), env };
     const rule = await alerts.saveRule(ruleInputSchema.parse({ name: 'dl deleted', type: 'deadLetterBacklog', threshold: 10 }), 'tester');
     assert.deepEqual((await evaluateAlerts(deps)).fired, [rule.id]);
@@ -112,15 +107,7 @@ describe('a rule disabled while firing', () => {
           };
         },
       });
-      const sources: AlertSources = {
-        failuresPerMinute: async () => ({ previous: 0, current: 0 }),
-        deadLetters: async () => 50,
-        blockedSessions: async () => [],
-        overdueHandoffs: async () => [],
-        heartbeats: async () => ({ enabled: false, endpoints: [] }),
-        resolverLastSeen: async () => null,
-        failureGroups: unavailableFailureGroups,
-      };
+      const sources = deadLetterSources(() => 50);
       const deps: EvaluatorDeps = { alerts, sources, consoleUrl: 'http://console.test', now: () => new Date('2026-12-06T10:00:00.000Z'), env };
       assert.ok((await evaluateAlerts(deps)).fired.includes(rule.id));
       assert.ok(changed);
@@ -137,15 +124,7 @@ describe('a rule disabled while firing', () => {
     const receiver = await startWebhookReceiver();
     try {
       const at = Date.parse('2026-12-05T10:00:00.000Z');
-      const sources: AlertSources = {
-        failuresPerMinute: async () => ({ previous: 0, current: 0 }),
-        deadLetters: async () => 50,
-        blockedSessions: async () => [],
-        overdueHandoffs: async () => [],
-        heartbeats: async () => ({ enabled: false, endpoints: [] }),
-        resolverLastSeen: async () => null,
-        failureGroups: unavailableFailureGroups,
-      };
+      const sources = deadLetterSources(() => 50);
       const deps: EvaluatorDeps = { alerts, sources, consoleUrl: 'http://console.test', now: () => new Date(at), env };
       const channel = await alerts.saveChannel({ type: 'webhook', name: 'ops', url: `${receiver.url}/hook` }, 'tester');
       const input = ruleInputSchema.parse({ name: 'dl quiet', type: 'deadLetterBacklog', threshold: 10, channelIds: [channel.id] });

@@ -600,7 +600,7 @@ async function runReplay(
     // No entry back: the write failed, or it landed and its reply was lost (the retry, If-Match the claim's etag, then
     // answers 412 - null). Our own record, read again, is what `done` is written over after the completion; before,
     // no `done` was written at all, and the record left `sent` was taken for a recreated entity's dead letter under
-    // its key within CLOCK_SKEW_MS, removed unsent (review rv44-a, sentInDoubt.test.ts).
+    // its key within CLOCK_SKEW_MS, removed unsent (review rv44-a, replayReusedKey.test.ts).
     sent ??= await ownRecord(claim);
     await completeSent(m, v, sent);
     op.replayed++;

@@ -10,6 +10,9 @@
 // - the `done` record was deleted (retention pruning) between the replay's read and its claim over it: claimed fresh
 //   and sent in the same run, as the preview counted it; before, the claim's 404 read as a lost race and the dead
 //   letter was held, not sent.
+// - review rv44-a: the `sent` write's answer was lost after it landed (its retry If-Match the claim's etag met 412):
+//   the record is read again and `done` written over it; before, no `done` was written at all, the record stayed
+//   `sent`, and the recreated entity's dead letter under the key within the margin was removed unsent.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -55,6 +58,21 @@ class PrunedAfterRead extends ReplayJournal {
       this.pruned++;
     }
     return e;
+  }
+}
+
+/** The first `sent` write lands, but its reply is lost (the caller sees an error, as with a connection reset). */
+class SentReplyLost extends ReplayJournal {
+  lost = 0;
+  doneAttempts = 0;
+  override async transition(entry: JournalEntry, next: Partial<Omit<JournalRecord, 'id' | 'scope'>>): Promise<JournalEntry | null> {
+    if (next.state === 'done') this.doneAttempts++;
+    if (next.state === 'sent' && this.lost === 0) {
+      this.lost++;
+      await super.transition(entry, next); // landed
+      throw new Error('replay journal write: socket hang up (injected: reply lost after the write landed)');
+    }
+    return super.transition(entry, next);
   }
 }
 
@@ -182,4 +200,27 @@ describe('a dead letter under a reused key is sent, never removed unsent', () =>
     assert.equal(await deadLettersOn(name), 0);
     assert.equal((await journal.get(key))?.record.operationId, op.id);
   });
+});
+
+test('a sent write in doubt that landed: done is still written, and a reused key is not removed unsent', async () => {
+  const name = `sentdoubt-${randomUUID().slice(0, 8)}`;
+  const messageId = randomUUID();
+  await freshEntity(name);
+  const seq = await deadLetter(name, messageId);
+  const journal = new SentReplyLost(stack.store.database);
+  const first = await replay(journal, name);
+  assert.deepEqual(counts(first), { replayed: 1, alreadySent: 0, uncertain: 0, failed: 0 });
+  assert.equal((await copiesOn(name)).length, 1, 'first copy arrived');
+  const key = { topic: name, subscription: name, sequenceNumber: seq, messageId };
+  const after1 = (await journal.get(key))?.record.state;
+  // The recreated entity reuses the key (as replayReusedKey.test.ts does), a few seconds later.
+  await new Promise((r) => setTimeout(r, 20));
+  await freshEntity(name);
+  assert.equal(await deadLetter(name, messageId), seq, 'the recreated entity reuses the sequence number');
+  const second = await replay(new ReplayJournal(stack.store.database), name);
+  const copies = (await copiesOn(name)).map((m) => m.messageId);
+
+  assert.equal(journal.doneAttempts > 0 || after1 === 'done', true, `the done write was attempted after the dead letter's completion (record left ${after1}, ${journal.doneAttempts} done attempts)`);
+  assert.deepEqual(counts(second), { replayed: 1, alreadySent: 0, uncertain: 0, failed: 0 }, 'the second dead letter is sent, not removed unsent');
+  assert.deepEqual(copies, [messageId]);
 });
