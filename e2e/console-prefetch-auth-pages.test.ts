@@ -60,7 +60,10 @@ async function seedPages(stack: ConsoleTestStack): Promise<void> {
   const named = await alerts.saveRule({ name: 'prefetch-named-rule', type: 'pendingHandoff', endpointId: null, threshold: null, durationSeconds: null, cooldownSeconds: 900, channelIds: [], enabled: false }, 'test');
   const at = new Date().toISOString();
   const summary = `1 pending handoff(s) past their expected-by; first: billingendpoint event ${NAMED_EVENT}`;
-  await alerts.casState({ id: named.id, kind: 'state', ruleId: named.id, firing: true, alertId: 'prefetch-alert-named', lastFiredAt: at, suppressed: 0, evaluatedAt: at, lastStatus: 'firing', lastDetail: summary, lastDetailFor: 'billingendpoint' }, undefined);
+  // Not firing now: the rule is disabled, and the console's evaluator closes what a disabled rule left firing
+  // (server/alerts/alertStore.ts closeFiring) - its state would be gone before the pages are read. Its last fire's
+  // alert and its last detail, naming the event, stay.
+  await alerts.casState({ id: named.id, kind: 'state', ruleId: named.id, firing: false, alertId: 'prefetch-alert-named', lastFiredAt: at, suppressed: 0, evaluatedAt: at, lastStatus: 'ok', lastDetail: summary, lastDetailFor: 'billingendpoint' }, undefined);
   await alerts.putAlert({
     id: 'prefetch-alert-named',
     kind: 'alert',
